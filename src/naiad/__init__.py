@@ -1,0 +1,8 @@
+"""naiad: a Triton-compatible inference server you install with pip."""
+
+from naiad._version import __version__
+from naiad.core.errors import NaiadError
+from naiad.core.options import ServerOptions
+from naiad.server import Server
+
+__all__ = ["NaiadError", "Server", "ServerOptions", "__version__"]

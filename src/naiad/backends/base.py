@@ -1,0 +1,110 @@
+"""The backend interface: load a model version into instances, execute batches.
+
+A backend knows nothing of queues, protocols or other models.  The scheduler
+hands an instance a list of requests (one batch) and gets back one response
+per request.  Framework backends run ``execute`` on a worker thread and
+release the GIL inside the framework; a backend whose instances live
+elsewhere (the Python backend's processes) may instead implement
+``execute_async`` and set ``is_async``.
+"""
+
+from __future__ import annotations
+
+import abc
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Callable, ClassVar
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+    from naiad.core.types import InferenceRequest, InferenceResponse
+
+
+@dataclass(frozen=True)
+class InstanceSpec:
+    """One execution instance of an instance group (``<group>_<index>``)."""
+
+    name: str
+    group: str
+    kind: str  # "CPU", "GPU" or "MODEL", as Python models see it
+    device_id: int
+    passive: bool = False
+    index: int = 0
+
+
+@dataclass
+class LoadContext:
+    """Everything a backend may look at when loading one model version."""
+
+    name: str
+    version: int
+    model_dir: Path
+    config: ModelConfig
+    # Server-side services a backend may use (BLS, model control, logging...).
+    services: Any = None
+    options: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def version_dir(self) -> Path:
+        return self.model_dir / str(self.version)
+
+    @property
+    def model_file(self) -> Path:
+        return self.version_dir / self.config.default_model_filename
+
+
+class ModelInstance(abc.ABC):
+    """One loaded copy of a model that executes one batch at a time."""
+
+    is_async: ClassVar[bool] = False
+
+    #: (compute_input, compute_infer, compute_output) in ns for the last batch;
+    #: a backend that measures its phases sets it inside ``execute``.
+    compute_ns: tuple[int, int, int] | None = None
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        """Run one batch; return one response (possibly an error one) per request."""
+        raise NotImplementedError
+
+    async def execute_async(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+        raise NotImplementedError
+
+    def is_ready(self) -> bool:
+        return True
+
+    def close(self) -> None:
+        """Release the instance's resources (called once, off the event loop)."""
+
+
+class Backend(abc.ABC):
+    """A backend, registered under its Triton backend name."""
+
+    name: ClassVar[str]
+
+    def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """Fill what the model file tells (inputs, outputs, max_batch_size...).
+
+        Called before normalisation unless auto-complete is disabled; mutate
+        ``config`` in place.  The default completes nothing.
+        """
+
+    def preferred_instance_kind(self) -> str:
+        """``KIND_CPU`` or ``KIND_GPU`` for models without an instance group."""
+        return "KIND_GPU"
+
+    def default_cpu_instance_count(self) -> int:
+        """Instances of a CPU group whose count was not given."""
+        return 1
+
+    def validate(self, config: ModelConfig, model_dir: Path) -> None:
+        """Raise a NaiadError for a config this backend cannot serve."""
+
+    @abc.abstractmethod
+    def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
+        """Load one instance (called off the event loop; may be slow)."""
+
+    def unload(self, ctx: LoadContext) -> None:
+        """Called once after every instance of the version was closed."""
+
+
+BackendFactory = Callable[[], Backend]

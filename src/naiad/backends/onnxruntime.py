@@ -1,0 +1,242 @@
+"""The ONNX Runtime backend (Triton's ``onnxruntime`` / ``onnxruntime_onnx``).
+
+One ``InferenceSession`` per instance; ``session.run`` releases the GIL, so
+instances on worker threads really run in parallel.  Session options come
+from the config's ``parameters`` and ``optimization`` as in Triton's
+onnxruntime backend.
+"""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+import onnxruntime as ort
+
+from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.batching import gather_inputs, split_outputs
+from naiad.core import datatypes
+from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
+from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+
+#: ONNX Runtime type strings -> Triton datatypes.
+ORT_TYPES: dict[str, datatypes.DataType] = {
+    "tensor(bool)": datatypes.BOOL,
+    "tensor(uint8)": datatypes.UINT8,
+    "tensor(uint16)": datatypes.UINT16,
+    "tensor(uint32)": datatypes.UINT32,
+    "tensor(uint64)": datatypes.UINT64,
+    "tensor(int8)": datatypes.INT8,
+    "tensor(int16)": datatypes.INT16,
+    "tensor(int32)": datatypes.INT32,
+    "tensor(int64)": datatypes.INT64,
+    "tensor(float16)": datatypes.FP16,
+    "tensor(float)": datatypes.FP32,
+    "tensor(double)": datatypes.FP64,
+    "tensor(string)": datatypes.BYTES,
+    "tensor(bfloat16)": datatypes.BF16,
+}
+
+DEFAULT_MAX_BATCH_SIZE = 4
+
+_GRAPH_LEVELS = {
+    -1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
+    0: ort.GraphOptimizationLevel.ORT_ENABLE_ALL,
+    1: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
+    2: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
+}
+
+
+def _dims(shape: list[Any]) -> list[int]:
+    return [d if isinstance(d, int) and d >= 0 else -1 for d in shape]
+
+
+def _model_path(model_dir: Path, version: int, filename: str) -> Path:
+    path = model_dir / str(version) / filename
+    # Triton also accepts a directory holding model.onnx (external data).
+    return path / "model.onnx" if path.is_dir() else path
+
+
+def _open(path: Path, options: ort.SessionOptions | None = None, providers: Any = None) -> Any:
+    try:
+        return ort.InferenceSession(str(path), sess_options=options, providers=providers)
+    except NaiadError:
+        raise
+    except Exception as exc:
+        raise InvalidArgument(f"failed to load model file '{path}': {exc}") from None
+
+
+class OnnxRuntimeBackend(Backend):
+    name = "onnxruntime"
+
+    def default_cpu_instance_count(self) -> int:
+        return 2
+
+    def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """Fill inputs, outputs and max_batch_size from the model (Triton §5.1)."""
+        if (len(config.input) + len(config.batch_input)) > 0 and len(config.output) > 0:
+            return
+        path = _model_path(model_dir, version, config.default_model_filename or "model.onnx")
+        session = _open(path, providers=["CPUExecutionProvider"])
+        inputs, outputs = session.get_inputs(), session.get_outputs()
+        can_batch = all(
+            len(t.shape) >= 1 and not (isinstance(t.shape[0], int) and t.shape[0] >= 0)
+            for t in list(inputs) + list(outputs)
+        )
+        if can_batch:
+            if config.max_batch_size == 0:
+                config.max_batch_size = DEFAULT_MAX_BATCH_SIZE
+            if (
+                config.max_batch_size > 1
+                and not config.HasField("dynamic_batching")
+                and not config.HasField("sequence_batching")
+            ):
+                config.dynamic_batching.SetInParent()
+        elif config.max_batch_size > 0:
+            raise InvalidArgument(
+                f"autofill failed for model '{config.name}': model does not support batching "
+                "while non-zero max_batch_size is specified"
+            )
+        skip = 1 if config.max_batch_size > 0 else 0
+        if len(config.input) == 0:
+            for t in inputs:
+                self._add_tensor(config.input.add(), t, skip, config.max_batch_size > 0)
+        if len(config.output) == 0:
+            for t in outputs:
+                self._add_tensor(config.output.add(), t, skip, config.max_batch_size > 0)
+
+    @staticmethod
+    def _add_tensor(entry: Any, tensor: Any, skip: int, batching: bool) -> None:
+        dt = ORT_TYPES.get(tensor.type)
+        if dt is None:
+            raise InvalidArgument(f"unsupported ONNX type '{tensor.type}' of tensor '{tensor.name}'")
+        entry.name = tensor.name
+        entry.data_type = dt.config_enum
+        dims = _dims(tensor.shape)[skip:]
+        if not dims and batching:
+            entry.dims.append(1)
+            entry.reshape.SetInParent()
+        else:
+            entry.dims.extend(dims)
+
+    def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
+        return OnnxRuntimeInstance(ctx, spec)
+
+
+def _session_options(config: ModelConfig) -> ort.SessionOptions:
+    params = {k: v.string_value for k, v in config.parameters.items()}
+    options = ort.SessionOptions()
+    try:
+        if "intra_op_thread_count" in params:
+            options.intra_op_num_threads = int(params["intra_op_thread_count"])
+        if "inter_op_thread_count" in params:
+            options.inter_op_num_threads = int(params["inter_op_thread_count"])
+        if params.get("execution_mode", "0") == "1":
+            options.execution_mode = ort.ExecutionMode.ORT_PARALLEL
+        if "enable_mem_arena" in params:
+            options.enable_cpu_mem_arena = params["enable_mem_arena"] in ("1", "true")
+        if "enable_mem_pattern" in params:
+            options.enable_mem_pattern = params["enable_mem_pattern"] in ("1", "true")
+    except ValueError as exc:
+        raise InvalidArgument(f"invalid onnxruntime parameter for '{config.name}': {exc}") from None
+    for key, value in params.items():
+        if key.startswith("session.") or key.startswith("memory."):
+            options.add_session_config_entry(key, value)
+    if config.optimization.HasField("graph"):
+        level = config.optimization.graph.level
+        options.graph_optimization_level = _GRAPH_LEVELS.get(
+            level, ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        )
+    return options
+
+
+def _providers(spec: InstanceSpec) -> list[Any]:
+    if spec.kind != "GPU":
+        return ["CPUExecutionProvider"]
+    if "CUDAExecutionProvider" not in ort.get_available_providers():
+        raise Unavailable(
+            f"instance '{spec.name}' is KIND_GPU but this onnxruntime has no CUDA execution "
+            "provider (install onnxruntime-gpu)"
+        )
+    return [("CUDAExecutionProvider", {"device_id": spec.device_id}), "CPUExecutionProvider"]
+
+
+class OnnxRuntimeInstance(ModelInstance):
+    def __init__(self, ctx: LoadContext, spec: InstanceSpec) -> None:
+        config = ctx.config
+        self.spec = spec
+        path = _model_path(ctx.model_dir, ctx.version, config.default_model_filename)
+        self.session = _open(path, _session_options(config), _providers(spec))
+        self.batching = config.max_batch_size > 0
+        model_outputs = {o.name: o for o in self.session.get_outputs()}
+        names = [o.name for o in config.output] or list(model_outputs)
+        missing = [n for n in names if n not in model_outputs]
+        if missing:
+            raise InvalidArgument(
+                f"unexpected inference output '{missing[0]}', allowed outputs are: "
+                + ", ".join(model_outputs)
+            )
+        model_inputs = {i.name for i in self.session.get_inputs()}
+        unknown = [i.name for i in config.input if i.name not in model_inputs]
+        if unknown:
+            raise InvalidArgument(
+                f"unexpected inference input '{unknown[0]}', allowed inputs are: "
+                + ", ".join(sorted(model_inputs))
+            )
+        self.output_names = names
+        self.output_types = {
+            n: ORT_TYPES.get(model_outputs[n].type, datatypes.FP32) for n in names
+        }
+        self.string_inputs = {
+            i.name for i in self.session.get_inputs() if i.type == "tensor(string)"
+        }
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        t0 = time.monotonic_ns()
+        feed = gather_inputs(requests, self.batching)
+        for name in self.string_inputs:
+            if name in feed:
+                feed[name] = _to_ort_strings(feed[name])
+        t1 = time.monotonic_ns()
+        try:
+            results = self.session.run(self.output_names, feed)
+        except Exception as exc:
+            raise Internal(f"onnx runtime error: {exc}") from None
+        t2 = time.monotonic_ns()
+        arrays = dict(zip(self.output_names, results))
+        rows = [r.batch_size for r in requests]
+        responses: list[InferenceResponse] = []
+        for produced in split_outputs(arrays, rows, self.batching):
+            outputs = []
+            for name in self.output_names:
+                array = produced[name]
+                dt = self.output_types[name]
+                if dt.is_bytes:
+                    array = _from_ort_strings(array)
+                outputs.append(OutputTensor(name, dt, array.shape, array))
+            responses.append(InferenceResponse(outputs=outputs))
+        t3 = time.monotonic_ns()
+        self.compute_ns = (t1 - t0, t2 - t1, t3 - t2)
+        return responses
+
+
+def _to_ort_strings(array: np.ndarray) -> np.ndarray:
+    """ONNX Runtime wants str elements; BYTES tensors hold bytes."""
+    out = np.empty(array.shape, dtype=np.object_)
+    flat_in, flat_out = array.reshape(-1), out.reshape(-1)
+    for i, item in enumerate(flat_in):
+        flat_out[i] = item.decode("utf-8", "surrogateescape") if isinstance(item, bytes) else item
+    return out
+
+
+def _from_ort_strings(array: np.ndarray) -> np.ndarray:
+    out = np.empty(array.shape, dtype=np.object_)
+    flat_in, flat_out = array.reshape(-1), out.reshape(-1)
+    for i, item in enumerate(flat_in):
+        flat_out[i] = item.encode("utf-8", "surrogateescape") if isinstance(item, str) else item
+    return out

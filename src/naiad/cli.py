@@ -1,0 +1,212 @@
+"""The ``naiad`` command: ``serve`` a model repository, ``check`` one for problems.
+
+Option names are Triton's where Triton has one, so existing launch scripts
+carry over (``--model-repository``, ``--http-port``, ``--load-model``, ...).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import signal
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from naiad._version import __version__
+from naiad.core.options import ServerOptions
+
+log = logging.getLogger("naiad")
+
+DEFAULT_REPOSITORY = Path("examples") / "model_repository"
+
+
+def _bool(text: str) -> bool:
+    lowered = text.lower()
+    if lowered in ("1", "true", "yes", "on"):
+        return True
+    if lowered in ("0", "false", "no", "off"):
+        return False
+    raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+
+
+def _flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
+    parser.add_argument(name, type=_bool, nargs="?", const=True, default=default,
+                        metavar="BOOL", help=help)
+
+
+def _backend_config(values: list[str]) -> dict[str, dict[str, str]]:
+    """``--backend-config=onnxruntime,key=value`` entries, grouped by backend."""
+    out: dict[str, dict[str, str]] = {}
+    for item in values:
+        backend, sep, setting = item.partition(",")
+        key, eq, value = setting.partition("=")
+        if not sep or not eq:
+            raise SystemExit(f"naiad: --backend-config expects <backend>,<key>=<value>, got '{item}'")
+        out.setdefault(backend, {})[key] = value
+    return out
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="naiad", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"naiad {__version__}")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve one or more model repositories")
+    serve.add_argument("--model-repository", "--model-store", action="append", default=[],
+                       metavar="PATH", help="model repository (repeatable); default: "
+                       f"./{DEFAULT_REPOSITORY}")
+    serve.add_argument("--http-address", default="0.0.0.0")
+    serve.add_argument("--http-port", type=int, default=8000)
+    serve.add_argument("--grpc-address", default="0.0.0.0")
+    serve.add_argument("--grpc-port", type=int, default=8001)
+    serve.add_argument("--metrics-address", default=None)
+    serve.add_argument("--metrics-port", type=int, default=8002)
+    _flag(serve, "--allow-http", True, "serve HTTP/REST")
+    _flag(serve, "--allow-grpc", True, "serve gRPC")
+    _flag(serve, "--allow-metrics", True, "serve Prometheus metrics")
+    serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
+    serve.add_argument("--model-control-mode", choices=("none", "poll", "explicit"),
+                       default="none")
+    serve.add_argument("--load-model", action="append", default=[], metavar="NAME",
+                       help="model to load at start-up in explicit mode ('*' for all)")
+    serve.add_argument("--repository-poll-secs", type=float, default=15.0)
+    serve.add_argument("--model-config-name", default=None)
+    _flag(serve, "--disable-auto-complete-config", False, "do not fill configs from model files")
+    serve.add_argument("--strict-model-config", type=_bool, nargs="?", const=True, default=None,
+                       metavar="BOOL", help="deprecated: same as --disable-auto-complete-config")
+    _flag(serve, "--strict-readiness", True, "ready only when every model is ready")
+    _flag(serve, "--exit-on-error", True, "exit when a start-up model fails to load")
+    serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
+    serve.add_argument("--log-verbose", type=int, default=0)
+    _flag(serve, "--log-info", True, "log info messages")
+    _flag(serve, "--log-warning", True, "log warnings")
+    _flag(serve, "--log-error", True, "log errors")
+    serve.add_argument("--log-format", choices=("default", "ISO8601"), default="default")
+    serve.add_argument("--log-file", default="")
+    serve.add_argument("--backend-config", action="append", default=[],
+                       metavar="BACKEND,KEY=VALUE")
+    serve.add_argument("--id", default="triton", help="server id reported by server metadata")
+
+    check = sub.add_parser("check", help="validate a model repository and print every problem")
+    check.add_argument("repositories", nargs="+", metavar="REPO")
+    _flag(check, "--disable-auto-complete-config", False, "do not fill configs from model files")
+    return parser
+
+
+def options_from_args(args: argparse.Namespace) -> ServerOptions:
+    repos = args.model_repository or [str(DEFAULT_REPOSITORY)]
+    disable_ac = args.disable_auto_complete_config or bool(args.strict_model_config)
+    return ServerOptions(
+        model_repositories=tuple(Path(r) for r in repos),
+        model_control_mode=args.model_control_mode,
+        load_models=tuple(args.load_model),
+        repository_poll_secs=args.repository_poll_secs,
+        model_config_name=args.model_config_name,
+        disable_auto_complete_config=disable_ac,
+        strict_readiness=args.strict_readiness,
+        exit_on_error=args.exit_on_error,
+        exit_timeout_secs=args.exit_timeout_secs,
+        http_address=args.http_address,
+        http_port=args.http_port if args.allow_http else -1,
+        http_max_input_size=args.http_max_input_size,
+        grpc_address=args.grpc_address,
+        grpc_port=args.grpc_port if args.allow_grpc else -1,
+        metrics_address=args.metrics_address,
+        metrics_port=args.metrics_port if args.allow_metrics else -1,
+        allow_http=args.allow_http,
+        allow_grpc=args.allow_grpc,
+        allow_metrics=args.allow_metrics,
+        log_verbose=args.log_verbose,
+        log_info=args.log_info,
+        log_warning=args.log_warning,
+        log_error=args.log_error,
+        log_format=args.log_format,
+        log_file=args.log_file,
+        backend_config=_backend_config(args.backend_config),
+        server_id=args.id,
+    )
+
+
+def status_table(rows: Sequence[tuple[str, str, str]]) -> str:
+    """Triton's start-up model status table."""
+    header = ("Model", "Version", "Status")
+    widths = [max(len(r[i]) for r in [header, *rows]) for i in range(3)]
+    line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
+
+    def fmt(row: Sequence[str]) -> str:
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(row, widths)) + "|"
+
+    return "\n".join([line, fmt(header), line, *(fmt(r) for r in rows), line])
+
+
+async def serve(options: ServerOptions) -> int:
+    from naiad.server import Server
+
+    server = Server(options=options)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    missing = [p for p in options.model_repositories if not p.is_dir()]
+    if missing:
+        log.error("model repository not found: %s", ", ".join(str(p) for p in missing))
+        return 1
+    await server.dataplane.start()
+    rows = []
+    for index in await server.dataplane.repository_index():
+        state = index.get("state", "UNAVAILABLE")
+        status = state + (f": {index['reason']}" if index.get("reason") else "")
+        rows.append((index["name"], index.get("version", "-"), status))
+    print(status_table(rows), flush=True)
+    failed = server.dataplane.failed_models()
+    if failed and options.exit_on_error:
+        log.error("exiting: %d model(s) failed to load (use --exit-on-error=false to serve the "
+                  "others)", len(failed))
+        await server.dataplane.stop(0)
+        return 1
+    # Frontends open after the models are loaded, as in Triton.
+    server.dataplane.started = False
+    await server.start_frontends()
+    server.dataplane.started = True
+    await stop.wait()
+    log.info("signal received: draining in-flight requests (up to %ss)", options.exit_timeout_secs)
+    await server.stop_async()
+    log.info("server stopped")
+    return 0
+
+
+def check(repositories: list[str], disable_auto_complete: bool) -> int:
+    from naiad.core.check import check_repositories
+
+    problems = check_repositories(
+        [Path(r) for r in repositories], disable_auto_complete_config=disable_auto_complete
+    )
+    for problem in problems:
+        print(problem)
+    if problems:
+        print(f"{len(problems)} problem(s) found", file=sys.stderr)
+        return 1
+    print("no problems found")
+    return 0
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = build_parser().parse_args(argv)
+    if args.command == "check":
+        return check(args.repositories, args.disable_auto_complete_config)
+    from naiad import logs
+    from naiad.server import new_event_loop
+
+    options = options_from_args(args)
+    logs.configure(options.log_verbose, options.log_format, options.log_file)
+    loop = new_event_loop()
+    try:
+        return loop.run_until_complete(serve(options))
+    finally:
+        loop.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

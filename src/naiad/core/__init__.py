@@ -1,0 +1,22 @@
+"""The protocol-neutral core: tensors, requests, responses, errors, models."""
+
+from naiad.core.errors import Kind, NaiadError
+from naiad.core.types import (
+    InferenceRequest,
+    InferenceResponse,
+    InferInput,
+    OutputTensor,
+    RequestedOutput,
+    SharedMemoryRef,
+)
+
+__all__ = [
+    "InferInput",
+    "InferenceRequest",
+    "InferenceResponse",
+    "Kind",
+    "NaiadError",
+    "OutputTensor",
+    "RequestedOutput",
+    "SharedMemoryRef",
+]

@@ -1,0 +1,368 @@
+"""The protocol-neutral data plane: every operation the frontends offer.
+
+HTTP, gRPC and the embedded API decode their input, call one method here and
+encode the result; no operation is implemented twice.  Results are core
+values or plain dicts in the REST shape (which the gRPC frontend converts).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import AsyncIterator
+from typing import TYPE_CHECKING, Any
+
+from naiad._version import __version__
+from naiad.backends.registry import BackendRegistry
+from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
+from naiad.core.loader import ModelLoader
+from naiad.core.outputs import finish_response
+from naiad.core.registry import ModelRegistry, ModelState, ModelVersion, parse_version
+from naiad.core.settings import LogSettings, TraceSettings
+from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.core.validation import validate_request
+from naiad.repository import RepositoryScan, scan
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+    from naiad.core.options import ServerOptions
+
+log = logging.getLogger("naiad")
+
+EXTENSIONS = (
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+
+class DataPlane:
+    """One per server: owns the registry, the loader and the settings."""
+
+    def __init__(self, options: ServerOptions, backends: BackendRegistry | None = None) -> None:
+        self.options = options
+        self.registry = ModelRegistry()
+        self.backends = backends or BackendRegistry()
+        self.loader = ModelLoader(self.registry, self.backends, options, services=self)
+        self.log_settings = LogSettings.from_options(options)
+        self.trace_settings = TraceSettings()
+        self.started = False
+        self.stopping = False
+        self._scan = RepositoryScan()
+        # Shared-memory regions arrive with the shared-memory issue.
+        self.shm: Any = None
+
+    # -- lifecycle -----------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the start-up models as the model control mode says."""
+        self._scan = await asyncio.to_thread(scan, list(self.options.model_repositories))
+        for path in self._scan.missing:
+            log.error("model repository path does not exist: %s", path)
+        for name, paths in self._scan.duplicates.items():
+            log.error("model '%s' appears in several repositories: %s", name,
+                      ", ".join(str(p) for p in paths))
+        mode = self.options.model_control_mode
+        if mode == "explicit":
+            wanted = self._scan.models.keys() if "*" in self.options.load_models else [
+                n for n in self.options.load_models
+            ]
+        else:
+            wanted = list(self._scan.models)
+        await asyncio.gather(*(self._load_name(name) for name in wanted))
+        self.started = True
+
+    async def _load_name(self, name: str, override: ModelConfig | None = None) -> None:
+        source = self._scan.models.get(name)
+        if source is None:
+            raise InvalidArgument(f"failed to load '{name}', failed to poll from model repository")
+        await self.loader.load(source, override)
+
+    async def stop(self, timeout: float | None = None) -> None:
+        """Drain in-flight requests (up to ``timeout`` seconds), then unload everything."""
+        self.stopping = True
+        drains = [mv.scheduler.drain() for mv in self._versions() if mv.scheduler is not None]
+        if drains:
+            try:
+                await asyncio.wait_for(asyncio.gather(*drains), timeout)
+            except asyncio.TimeoutError:
+                log.warning("exit timeout expired with requests still in flight")
+        await asyncio.gather(*(self.loader.unload(name) for name in list(self.registry.models)))
+
+    def _versions(self) -> list[ModelVersion]:
+        return [mv for e in self.registry.models.values() for mv in e.versions.values()]
+
+    def failed_models(self) -> list[tuple[str, str]]:
+        """(name, reason) of every model or version that failed to load."""
+        failed: list[tuple[str, str]] = []
+        for name, paths in self._scan.duplicates.items():
+            failed.append((name, "model appears in multiple repositories: "
+                           + ", ".join(str(p) for p in paths)))
+        for entry in self.registry.models.values():
+            if entry.state is ModelState.UNAVAILABLE:
+                failed.append((entry.name, entry.reason))
+            for mv in entry.versions.values():
+                if mv.state is ModelState.UNAVAILABLE and mv.reason != "unloaded":
+                    failed.append((f"{entry.name} version {mv.version}", mv.reason))
+        return failed
+
+    # -- health and metadata ----------------------------------------------------
+
+    def is_live(self) -> bool:
+        return not self.stopping
+
+    def is_ready(self) -> bool:
+        if not self.started or self.stopping:
+            return False
+        if self.options.strict_readiness:
+            return not self.failed_models()
+        return True
+
+    def server_metadata(self) -> dict[str, Any]:
+        return {"name": self.options.server_id, "version": __version__,
+                "extensions": list(EXTENSIONS)}
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether that version is READY; raises for unknown models and versions."""
+        v = parse_version(version)
+        entry = self.registry.entry(name)
+        if entry is None:
+            self.registry.get(name, v)  # raises NotFound
+        assert entry is not None
+        if v is None:
+            return bool(entry.ready_versions())
+        mv = entry.versions.get(v)
+        if mv is None:
+            self.registry.get(name, v)  # raises NotFound
+        assert mv is not None
+        return mv.ready and all(i.is_ready() for i in mv.instances)
+
+    def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
+        v = parse_version(version)
+        mv = self.registry.get(name, v)
+        cached = mv.extra.get("metadata")
+        if cached is None:
+            sig = mv.signature
+            assert sig is not None
+            cached = mv.extra["metadata"] = {
+                "platform": sig.platform,
+                "inputs": [
+                    {"name": s.name, "datatype": s.datatype.name,
+                     "shape": s.metadata_shape(sig.max_batch_size)}
+                    for s in sig.inputs.values()
+                ],
+                "outputs": [
+                    {"name": s.name, "datatype": s.datatype.name,
+                     "shape": s.metadata_shape(sig.max_batch_size)}
+                    for s in sig.outputs.values()
+                ],
+            }
+        if v is None:
+            versions = [str(x.version) for x in self.registry.models[name].ready_versions()]
+        else:
+            versions = [str(v)]
+        return {"name": name, "versions": versions, **cached}
+
+    def model_config(self, name: str, version: str = "") -> ModelConfig:
+        mv = self.registry.get(name, parse_version(version))
+        assert mv.config is not None
+        return mv.config
+
+    # -- inference ---------------------------------------------------------------
+
+    def _admit(self, request: InferenceRequest) -> ModelVersion:
+        if self.stopping:
+            raise Unavailable("Server is stopping and not accepting new requests")
+        mv = self.registry.get(request.model_name, request.model_version)
+        assert mv.signature is not None
+        request.arrival_ns = time.monotonic_ns()
+        validate_request(request, request.model_name, mv.signature, self._read_shm)
+        return mv
+
+    async def infer(
+        self, request: InferenceRequest, *, endpoint: str = "This endpoint"
+    ) -> InferenceResponse:
+        """Run a request of a non-decoupled model; errors are raised as NaiadError.
+
+        ``endpoint`` names the caller in the error for decoupled models, as
+        Triton's frontends word it ("HTTP end point", "ModelInfer RPC").
+        """
+        mv = self._admit(request)
+        assert mv.signature is not None
+        if mv.signature.decoupled:
+            raise Unsupported(
+                f"{endpoint} doesn't support models with decoupled transaction policy"
+            )
+        future: asyncio.Future[InferenceResponse] = asyncio.get_running_loop().create_future()
+        request.response_sink = self._completion(request, mv, future.set_result)
+        self._enqueue(mv, request)
+        response = await future
+        if response.error is not None:
+            raise response.error
+        return response
+
+    async def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+        """Every response of a request (several for decoupled models), errors included.
+
+        Validation errors are raised before the first response.
+        """
+        mv = self._admit(request)
+        queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
+        request.response_sink = self._completion(request, mv, queue.put_nowait)
+        self._enqueue(mv, request)
+        try:
+            while True:
+                response = await queue.get()
+                yield response
+                if response.final:
+                    return
+        finally:
+            request.cancelled = True
+
+    def _enqueue(self, mv: ModelVersion, request: InferenceRequest) -> None:
+        scheduler = mv.scheduler
+        if scheduler is None:
+            raise Unavailable(f"model '{mv.name}' version {mv.version} has no scheduler")
+        request.queue_start_ns = time.monotonic_ns()
+        scheduler.enqueue(request)
+
+    def _completion(self, request: InferenceRequest, mv: ModelVersion, deliver: Any) -> Any:
+        """The sink a scheduler or backend calls with each response of ``request``."""
+        signature = mv.signature
+        labels = mv.labels
+        stats = mv.stats
+        name = mv.name
+        version = mv.version
+        count = [0]
+
+        def complete(response: InferenceResponse) -> None:
+            if response.error is None:
+                try:
+                    finish_response(request, response, signature, labels, self._write_shm)
+                except NaiadError as exc:
+                    response = InferenceResponse(error=exc, final=response.final)
+            response.model_name = name
+            response.model_version = version
+            response.id = request.id
+            index = count[0]
+            count[0] += 1
+            now = time.monotonic_ns()
+            if response.final:
+                if response.error is None:
+                    stats.record_success(now - request.arrival_ns, request.queue_ns)
+                else:
+                    stats.record_failure(now - request.arrival_ns)
+                if mv.scheduler is not None:
+                    mv.scheduler.request_done()
+            if signature is not None and signature.decoupled:
+                stats.record_response(index, 0, 0, ok=response.error is None,
+                                      empty=not response.outputs and response.error is None)
+            deliver(response)
+
+        return complete
+
+    def _read_shm(self, ref: Any) -> Any:
+        if self.shm is None:
+            raise Unsupported("shared memory is not supported")
+        return self.shm.read(ref)
+
+    def _write_shm(self, ref: Any, tensor: Any) -> None:
+        if self.shm is None:
+            raise Unsupported("shared memory is not supported")
+        self.shm.write(ref, tensor)
+
+    # -- statistics --------------------------------------------------------------
+
+    def statistics(self, name: str = "", version: str = "") -> dict[str, Any]:
+        if not name:
+            return {"model_stats": [mv.stats.to_dict(mv.name, mv.version)
+                                    for mv in self.registry.all_ready()]}
+        v = parse_version(version)
+        entry = self.registry.entry(name)
+        ready = entry.ready_versions() if entry is not None else []
+        if v is None:
+            if not ready:
+                raise InvalidArgument(f"requested model '{name}' is not available")
+            chosen = ready
+        else:
+            chosen = [mv for mv in ready if mv.version == v]
+            if not chosen:
+                raise InvalidArgument(
+                    f"requested model version is not available for model '{name}'"
+                )
+        return {"model_stats": [mv.stats.to_dict(mv.name, mv.version) for mv in chosen]}
+
+    # -- model repository ---------------------------------------------------------
+
+    async def repository_index(self, ready: bool = False) -> list[dict[str, str]]:
+        """Every model the repositories hold, with the states of its known versions."""
+        fresh = await asyncio.to_thread(scan, list(self.options.model_repositories))
+        names = set(fresh.models) | set(fresh.duplicates) | set(self.registry.models)
+        out: list[dict[str, str]] = []
+        for name in sorted(names):
+            entry = self.registry.entry(name)
+            if name in fresh.duplicates:
+                item = {"name": name, "state": ModelState.UNAVAILABLE.value,
+                        "reason": "model appears in multiple repositories"}
+                if not ready:
+                    out.append(item)
+                continue
+            if entry is None or (not entry.versions and entry.state is None):
+                if not ready:
+                    out.append({"name": name})
+                continue
+            if entry.state is not None and not entry.versions:
+                item = {"name": name, "state": entry.state.value}
+                if entry.reason:
+                    item["reason"] = entry.reason
+                if not ready:
+                    out.append(item)
+                continue
+            for version, mv in sorted(entry.versions.items()):
+                if ready and not mv.ready:
+                    continue
+                item = {"name": name, "version": str(version), "state": mv.state.value}
+                if mv.reason:
+                    item["reason"] = mv.reason
+                out.append(item)
+        return out
+
+    def _check_model_control(self) -> None:
+        if self.options.model_control_mode != "explicit":
+            raise Unavailable("explicit model load / unload is not allowed if polling is enabled")
+
+    async def load_model(
+        self, name: str, config_json: str | None = None, files: dict[str, bytes] | None = None
+    ) -> None:
+        self._check_model_control()
+        raise Unsupported("model load is not implemented yet")
+
+    async def unload_model(self, name: str, unload_dependents: bool = False) -> None:
+        self._check_model_control()
+        await self.loader.unload(name)
+
+    # -- shared memory (until the shared-memory issue) -----------------------
+
+    def shm_status(self, kind: str, name: str = "") -> list[dict[str, Any]]:
+        if name:
+            raise Unsupported(f"{kind} shared memory is not supported yet")
+        return []
+
+    def shm_register(self, kind: str, name: str, **_: Any) -> None:
+        raise Unsupported(f"{kind} shared memory is not supported yet")
+
+    def shm_unregister(self, kind: str, name: str = "") -> None:
+        if name:
+            return None
+        return None

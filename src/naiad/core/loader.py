@@ -1,0 +1,248 @@
+"""Loading and unloading model versions: config, backend, instances, scheduler.
+
+Everything slow (file I/O, auto-complete, framework sessions, processes)
+runs in a worker thread; only the registry and scheduler wiring happen on
+the event loop.  A model that fails is UNAVAILABLE with the reason, and the
+others load regardless.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from naiad import config as cfg
+from naiad.backends.base import InstanceSpec, LoadContext
+from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
+from naiad.core.signature import Signature
+from naiad.repository import ModelSource, read_labels, select_versions
+from naiad.scheduling import DefaultScheduler
+
+if TYPE_CHECKING:
+    from naiad.backends.registry import BackendRegistry
+    from naiad.config import ModelConfig
+    from naiad.core.options import ServerOptions
+
+log = logging.getLogger("naiad")
+
+_KIND_NAMES = {"KIND_CPU": "CPU", "KIND_GPU": "GPU", "KIND_MODEL": "MODEL", "KIND_AUTO": "CPU"}
+
+
+def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
+    """One spec per instance: ``count`` per listed GPU for GPU groups, else ``count``."""
+    specs: list[InstanceSpec] = []
+    for group in config.instance_group:
+        kind_name = cfg.ModelConfig.DESCRIPTOR.fields_by_name["instance_group"].message_type
+        kind = kind_name.enum_types_by_name["Kind"].values_by_number[group.kind].name
+        devices = list(group.gpus) if kind == "KIND_GPU" else [0]
+        index = 0
+        for device in devices:
+            for _ in range(max(group.count, 1)):
+                specs.append(
+                    InstanceSpec(
+                        name=f"{group.name}_{index}",
+                        group=group.name,
+                        kind=_KIND_NAMES[kind],
+                        device_id=device,
+                        passive=group.passive,
+                        index=index,
+                    )
+                )
+                index += 1
+    return specs
+
+
+class ModelLoader:
+    """Reads, completes, validates and loads models into a registry."""
+
+    def __init__(
+        self,
+        registry: ModelRegistry,
+        backends: BackendRegistry,
+        options: ServerOptions,
+        services: Any = None,
+    ) -> None:
+        self.registry = registry
+        self.backends = backends
+        self.options = options
+        self.services = services
+
+    # -- configuration -----------------------------------------------------
+
+    def prepare_config(
+        self, source: ModelSource, override: ModelConfig | None = None
+    ) -> ModelConfig:
+        """The effective config of a model: read, filled, auto-completed, normalised, valid."""
+        versions = source.versions()
+        first = versions[0] if versions else None
+        text: str | None = None
+        path = str(source.path / "config.pbtxt")
+        if override is not None:
+            config = cfg.ModelConfig()
+            config.CopyFrom(override)
+        else:
+            config = cfg.read_model_config(source.path, self.options.model_config_name)
+            if config is None:
+                config = cfg.ModelConfig()
+            else:
+                try:
+                    text = Path(path).read_text(encoding="utf-8")
+                except OSError:
+                    text = None
+        cfg.fill_platform_and_backend(config, source.path, first)
+        backend_name = config.backend
+        if config.platform == "ensemble":
+            backend = None
+        else:
+            backend = self.backends.get(backend_name)
+            if not self.options.disable_auto_complete_config and first is not None:
+                backend.auto_complete_config(config, source.path, first)
+        cfg.normalize(
+            config,
+            gpus=self.options.gpus,
+            preferred_kind=backend.preferred_instance_kind() if backend else "KIND_CPU",
+            default_cpu_count=backend.default_cpu_instance_count() if backend else 1,
+        )
+        cfg.validate(config, path=path, text=text)
+        if backend is not None:
+            backend.validate(config, source.path)
+        return config
+
+    # -- load / unload -------------------------------------------------------
+
+    async def load(self, source: ModelSource, override: ModelConfig | None = None) -> ModelEntry:
+        """Load every version the policy selects; failures are recorded, not raised."""
+        entry = self.registry.models.get(source.name)
+        if entry is None:
+            entry = self.registry.models[source.name] = ModelEntry(source.name, source)
+        entry.source = source
+        entry.state = ModelState.LOADING
+        entry.reason = ""
+        try:
+            config = await asyncio.to_thread(self.prepare_config, source, override)
+        except NaiadError as exc:
+            self._fail_entry(entry, exc.message)
+            return entry
+        except Exception as exc:  # unexpected: still only this model fails
+            log.exception("loading model '%s' failed", source.name)
+            self._fail_entry(entry, f"{type(exc).__name__}: {exc}")
+            return entry
+        entry.config = config
+        available = source.versions()
+        wanted = select_versions(config.version_policy, available)
+        if not wanted:
+            self._fail_entry(entry, f"at least one version must be available under the version "
+                             f"policy of model '{source.name}'")
+            return entry
+        if config.version_policy.WhichOneof("policy_choice") == "specific":
+            missing = sorted(set(config.version_policy.specific.versions) - set(available))
+            if missing:
+                self._fail_entry(entry, f"version {missing[0]} of model '{source.name}' "
+                                 "specified by the version policy is not available")
+                return entry
+        entry.state = None
+        old = {v: mv for v, mv in entry.versions.items() if v not in wanted}
+        await asyncio.gather(*(self._load_version(entry, config, v) for v in wanted))
+        for mv in old.values():
+            await self.unload_version(mv)
+            entry.versions.pop(mv.version, None)
+        return entry
+
+    def _fail_entry(self, entry: ModelEntry, reason: str) -> None:
+        log.error("failed to load '%s': %s", entry.name, reason)
+        entry.state = ModelState.UNAVAILABLE
+        entry.reason = reason
+
+    async def _load_version(self, entry: ModelEntry, config: ModelConfig, version: int) -> None:
+        previous = entry.versions.get(version)
+        mv = ModelVersion(entry.name, version)
+        if previous is None:
+            entry.versions[version] = mv
+        assert entry.source is not None
+        ctx = LoadContext(
+            name=entry.name,
+            version=version,
+            model_dir=entry.source.path,
+            config=config,
+            services=self.services,
+            options=self.options.backend_config.get(config.backend, {}),
+        )
+        mv.context = ctx
+        mv.config = config
+        try:
+            await self._start_version(mv, ctx)
+        except NaiadError as exc:
+            mv.state = ModelState.UNAVAILABLE
+            mv.reason = exc.message
+        except Exception as exc:
+            log.exception("loading model '%s' version %d failed", entry.name, version)
+            mv.state = ModelState.UNAVAILABLE
+            mv.reason = f"{type(exc).__name__}: {exc}"
+        if mv.state is ModelState.UNAVAILABLE:
+            log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
+            if previous is not None and previous.ready:
+                return  # a failed reload keeps the old version serving
+            entry.versions[version] = mv
+            return
+        entry.versions[version] = mv
+        if previous is not None and previous is not mv:
+            await self.unload_version(previous)
+        log.info("successfully loaded '%s' version %d", entry.name, version)
+
+    async def _start_version(self, mv: ModelVersion, ctx: LoadContext) -> None:
+        config = ctx.config
+        mv.signature = Signature(config)
+        for output in config.output:
+            if output.label_filename:
+                mv.labels[output.name] = await asyncio.to_thread(
+                    read_labels, ctx.model_dir, output.label_filename
+                )
+        if config.platform == "ensemble":
+            raise InvalidArgument("ensemble models are not supported yet")
+        backend = self.backends.get(config.backend)
+        mv.backend = backend
+        specs = instance_specs(config)
+        for spec in specs:
+            instance = await asyncio.to_thread(backend.create_instance, ctx, spec)
+            mv.instances.append(instance)
+        active = [i for i, s in zip(mv.instances, specs) if not s.passive] or mv.instances
+        mv.scheduler = DefaultScheduler(active, mv.stats, decoupled=mv.signature.decoupled)
+        mv.state = ModelState.READY
+
+    async def unload_version(self, mv: ModelVersion, *, reason: str = "unloaded") -> None:
+        """Stop taking requests, finish the in-flight ones, release the instances."""
+        if mv.state is ModelState.UNAVAILABLE and not mv.instances:
+            return
+        mv.state = ModelState.UNLOADING
+        scheduler = mv.scheduler
+        if scheduler is not None:
+            await scheduler.drain()
+            scheduler.close()
+        instances, mv.instances = mv.instances, []
+        backend, ctx = mv.backend, mv.context
+
+        def close_all() -> None:
+            for instance in instances:
+                try:
+                    instance.close()
+                except Exception:
+                    log.exception("closing an instance of '%s' failed", mv.name)
+            if backend is not None and ctx is not None:
+                backend.unload(ctx)
+
+        await asyncio.to_thread(close_all)
+        mv.state = ModelState.UNAVAILABLE
+        mv.reason = reason
+        log.info("successfully unloaded '%s' version %d", mv.name, mv.version)
+
+    async def unload(self, name: str) -> None:
+        entry = self.registry.models.get(name)
+        if entry is None:
+            return
+        await asyncio.gather(*(self.unload_version(mv) for mv in list(entry.versions.values())))
+        if entry.state is not None:
+            entry.state = ModelState.UNAVAILABLE
+            entry.reason = "unloaded"

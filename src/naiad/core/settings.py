@@ -1,0 +1,142 @@
+"""Log and trace settings, as the logging and trace extensions read and update them."""
+
+from __future__ import annotations
+
+import logging
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+
+if TYPE_CHECKING:
+    from naiad.core.options import ServerOptions
+
+LOG_FORMATS = ("default", "ISO8601")
+
+
+@dataclass
+class LogSettings:
+    log_file: str = ""
+    log_info: bool = True
+    log_warning: bool = True
+    log_error: bool = True
+    log_verbose_level: int = 0
+    log_format: str = "default"
+
+    @classmethod
+    def from_options(cls, options: ServerOptions) -> LogSettings:
+        return cls(
+            log_file=options.log_file,
+            log_info=options.log_info,
+            log_warning=options.log_warning,
+            log_error=options.log_error,
+            log_verbose_level=options.log_verbose,
+            log_format=options.log_format,
+        )
+
+    def to_dict(self) -> dict[str, Any]:
+        return {
+            "log_file": self.log_file,
+            "log_info": self.log_info,
+            "log_warning": self.log_warning,
+            "log_error": self.log_error,
+            "log_verbose_level": self.log_verbose_level,
+            "log_format": self.log_format,
+        }
+
+    def update(self, changes: dict[str, Any]) -> dict[str, Any]:
+        """Apply a partial update (None values ignored) and return the result.
+
+        Typing rules follow Triton's: booleans for the switches, a
+        non-negative integer for the verbose level, "default" or "ISO8601".
+        """
+        for key, value in changes.items():
+            if value is None:
+                continue
+            if key == "log_file":
+                raise Unsupported("log file location can not be updated through network protocol")
+            if key in ("log_info", "log_warning", "log_error"):
+                if not isinstance(value, bool):
+                    raise InvalidArgument(f"expect boolean for '{key}'")
+                setattr(self, key, value)
+            elif key == "log_verbose_level":
+                if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+                    raise InvalidArgument(f"expect unsigned integer for '{key}'")
+                self.log_verbose_level = value
+            elif key == "log_format":
+                if not isinstance(value, str):
+                    raise InvalidArgument(f"expect string for '{key}'")
+                if value not in LOG_FORMATS:
+                    raise Unavailable(f"invalid argument for --log_format, got: {value}")
+                self.log_format = value
+        self.apply()
+        return self.to_dict()
+
+    def apply(self) -> None:
+        """Make Python logging follow the settings."""
+        logger = logging.getLogger("naiad")
+        if self.log_verbose_level > 0:
+            logger.setLevel(logging.DEBUG)
+        elif self.log_info:
+            logger.setLevel(logging.INFO)
+        elif self.log_warning:
+            logger.setLevel(logging.WARNING)
+        elif self.log_error:
+            logger.setLevel(logging.ERROR)
+        else:
+            logger.setLevel(logging.CRITICAL + 1)
+
+
+_TRACE_LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
+
+
+@dataclass
+class TraceSettings:
+    """Global trace settings and per-model overrides (values kept as Triton's strings)."""
+
+    values: dict[str, Any] = field(
+        default_factory=lambda: {
+            "trace_level": ["OFF"],
+            "trace_rate": "1000",
+            "trace_count": "-1",
+            "log_frequency": "0",
+            "trace_file": "",
+            "trace_mode": "triton",
+        }
+    )
+    models: dict[str, dict[str, Any]] = field(default_factory=dict)
+
+    def get(self, model: str = "") -> dict[str, Any]:
+        merged = dict(self.values)
+        merged.update(self.models.get(model, {}))
+        return merged
+
+    def update(self, changes: dict[str, Any], model: str = "") -> dict[str, Any]:
+        """Apply ``changes``; a None value clears a model's override of that key."""
+        target = self.values if not model else self.models.setdefault(model, {})
+        for key, value in changes.items():
+            if key == "trace_file":
+                raise Unsupported("trace file location can not be updated through network protocol")
+            if value is None:
+                if model:
+                    target.pop(key, None)
+                continue
+            if key == "trace_level":
+                levels = [value] if isinstance(value, str) else value
+                if not isinstance(levels, list) or not all(isinstance(x, str) for x in levels):
+                    raise InvalidArgument("expect an array of strings for 'trace_level'")
+                if "OFF" in levels and len(levels) > 1:
+                    raise InvalidArgument("Expect only one trace level 'OFF' is specified")
+                target[key] = [x for x in levels if x in _TRACE_LEVELS] or ["OFF"]
+            elif key in ("trace_rate", "trace_count", "log_frequency"):
+                text = str(value)
+                try:
+                    number = int(text)
+                except ValueError:
+                    raise InvalidArgument(f"unable to parse '{key}': '{text}'") from None
+                if number < (-1 if key == "trace_count" else 0):
+                    raise InvalidArgument(f"invalid value for '{key}': {text}")
+                target[key] = text
+            elif key == "trace_mode":
+                target[key] = str(value)
+        return self.get(model)

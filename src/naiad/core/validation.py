@@ -1,0 +1,208 @@
+"""Check a request against its model's signature and make its tensors numpy.
+
+Runs before the request reaches any queue, so a bad request is answered with
+INVALID_ARG at once.  Messages follow Triton's wording: clients and users
+compare them.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Callable
+
+import numpy as np
+
+from naiad.core import datatypes
+from naiad.core.errors import InvalidArgument
+from naiad.core.signature import Signature, TensorSpec
+from naiad.core.types import InferenceRequest, InferInput, SharedMemoryRef
+
+if TYPE_CHECKING:
+    from naiad.core.types import Buffer
+
+ShmReader = Callable[[SharedMemoryRef], "Buffer"]
+
+_BATCH_NOTE = (
+    "NOTE: Setting a non-zero max_batch_size in the model config requires a batch dimension to "
+    "be prepended to each input shape. If you want to specify the full shape including the "
+    "batch dim in your input dims config, try setting max_batch_size to zero. See the model "
+    "configuration docs for more info on max_batch_size."
+)
+
+
+def _prefix(request: InferenceRequest) -> str:
+    return f"[request id: {request.id or '<id_unknown>'}] "
+
+
+def _dims_str(dims: tuple[int, ...] | list[int]) -> str:
+    return "[" + ",".join(str(d) for d in dims) + "]"
+
+
+def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    if len(dims) != len(shape):
+        return False
+    for d, s in zip(dims, shape):
+        if d != -1 and d != s:
+            return False
+    return True
+
+
+def validate_request(
+    request: InferenceRequest,
+    model_name: str,
+    signature: Signature,
+    read_shm: ShmReader | None = None,
+) -> None:
+    """Validate ``request`` in place: inputs become numpy arrays shaped for the backend.
+
+    Sets ``request.batch_size`` (1 for models that do not batch).
+    """
+    inputs = signature.inputs
+    batching = signature.max_batch_size > 0
+    batch_size = -1
+    seen: set[str] = set()
+    for tensor in request.inputs:
+        spec = inputs.get(tensor.name)
+        if spec is None:
+            raise InvalidArgument(
+                f"unexpected inference input '{tensor.name}' for model '{model_name}'"
+            )
+        if tensor.name in seen:
+            raise InvalidArgument(
+                f"{_prefix(request)}input '{tensor.name}' is specified more than once "
+                f"for model '{model_name}'"
+            )
+        seen.add(tensor.name)
+        if tensor.datatype is not spec.datatype:
+            raise InvalidArgument(
+                f"{_prefix(request)}inference input '{tensor.name}' data-type is "
+                f"'{tensor.datatype}', but model '{model_name}' expects '{spec.datatype}'"
+            )
+        shape = tuple(tensor.shape)
+        for d in shape:
+            if d < 0:
+                raise InvalidArgument(
+                    f"{_prefix(request)}inference input '{tensor.name}' for model "
+                    f"'{model_name}' has invalid shape {_dims_str(shape)}: "
+                    "dimensions must be non-negative"
+                )
+        if batching:
+            if not shape:
+                raise InvalidArgument(
+                    f"{_prefix(request)}inference input '{tensor.name}' for model "
+                    f"'{model_name}' must have a batch dimension. {_BATCH_NOTE}"
+                )
+            if batch_size < 0:
+                batch_size = shape[0]
+            elif shape[0] != batch_size:
+                raise InvalidArgument(
+                    f"{_prefix(request)}input '{tensor.name}' batch size does not match "
+                    f"other inputs for '{model_name}'"
+                )
+            if not _matches(spec.dims, shape[1:]):
+                raise InvalidArgument(
+                    f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
+                    f"'{model_name}'. Expected {_dims_str((-1,) + spec.dims)}, got "
+                    f"{_dims_str(shape)}. {_BATCH_NOTE}"
+                )
+        elif not _matches(spec.dims, shape):
+            raise InvalidArgument(
+                f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
+                f"'{model_name}'. Expected {_dims_str(spec.dims)}, got {_dims_str(shape)}"
+            )
+        _to_numpy(request, tensor, spec, shape, model_name, read_shm)
+    if len(seen) != len(signature.required) or not signature.required <= seen:
+        missing = sorted(signature.required - seen)
+        if missing:
+            raise InvalidArgument(
+                f"{_prefix(request)}expected {len(signature.required)} inputs but got "
+                f"{len(seen)} inputs for model '{model_name}'. Got input(s) {sorted(seen)}, "
+                f"but missing required input(s) {missing}. Please provide all required input(s)."
+            )
+    if batching:
+        if batch_size > signature.max_batch_size:
+            raise InvalidArgument(
+                f"{_prefix(request)}inference request batch-size must be <= "
+                f"{signature.max_batch_size} for '{model_name}'"
+            )
+        request.batch_size = max(batch_size, 1) if batch_size >= 0 else 1
+    else:
+        request.batch_size = 1
+    outputs = signature.outputs
+    for wanted in request.outputs:
+        if wanted.name not in outputs:
+            raise InvalidArgument(
+                f"unexpected inference output '{wanted.name}' for model '{model_name}'"
+            )
+
+
+def _to_numpy(
+    request: InferenceRequest,
+    tensor: InferInput,
+    spec: TensorSpec,
+    shape: tuple[int, ...],
+    model_name: str,
+    read_shm: ShmReader | None,
+) -> None:
+    data = tensor.data
+    if tensor.shm is not None:
+        if read_shm is None:
+            raise InvalidArgument("shared memory is not available on this server")
+        data = read_shm(tensor.shm)
+    dt = tensor.datatype
+    count = datatypes.element_count(shape)
+    if isinstance(data, np.ndarray):
+        if data.size != count:
+            raise InvalidArgument(
+                f"{_prefix(request)}unexpected number of elements for input '{tensor.name}' "
+                f"for model '{model_name}'. Expected {count}, got {data.size}"
+            )
+        if dt.is_bytes:
+            array = data if data.dtype == np.object_ else data.astype(np.object_)
+        elif data.dtype != dt.numpy:
+            raise InvalidArgument(
+                f"{_prefix(request)}inference input '{tensor.name}' data-type is "
+                f"'{datatypes.from_numpy(data.dtype)}', but model '{model_name}' expects '{dt}'"
+            )
+        else:
+            array = data
+        array = array.reshape(shape)
+    elif data is None:
+        raise InvalidArgument(
+            f"{_prefix(request)}input '{tensor.name}' for model '{model_name}' has no data"
+        )
+    elif dt.is_bytes:
+        try:
+            array = datatypes.deserialize_bytes(data, count).reshape(shape)
+        except InvalidArgument as exc:
+            raise InvalidArgument(
+                f"{_prefix(request)}{exc.message} for inference input '{tensor.name}' "
+                f"for model '{model_name}'"
+            ) from None
+    else:
+        expected = count * dt.itemsize
+        got = len(data) if not isinstance(data, memoryview) else data.nbytes
+        if got != expected:
+            raise InvalidArgument(
+                f"{_prefix(request)}input byte size mismatch for input '{tensor.name}' for "
+                f"model '{model_name}'. Expected {expected}, got {got}"
+            )
+        array = np.frombuffer(data, dtype=dt.numpy).reshape(shape)
+    if spec.reshape is not None:
+        array = array.reshape(_reshaped(spec, shape))
+    tensor.data = array
+
+
+def _reshaped(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
+    """The backend-side shape of an input with ``reshape``.
+
+    Variable dims of the request fill the reshape's -1 entries in order; a
+    batch dimension, when present, is kept in front.
+    """
+    assert spec.reshape is not None
+    batch = shape[: len(shape) - len(spec.dims)]
+    body = shape[len(batch) :]
+    variable = [s for d, s in zip(spec.dims, body) if d == -1]
+    target: list[int] = []
+    for d in spec.reshape:
+        target.append(variable.pop(0) if d == -1 and variable else d)
+    return tuple(batch) + tuple(target)

@@ -1,0 +1,50 @@
+"""Triton-style log lines: ``I1121 02:25:39.123456 1234 file.py:42] message``."""
+
+from __future__ import annotations
+
+import logging
+import os
+import sys
+import time
+from typing import TextIO
+
+
+class TritonFormatter(logging.Formatter):
+    """Triton's ``default`` and ``ISO8601`` log formats."""
+
+    def __init__(self, iso8601: bool = False) -> None:
+        super().__init__()
+        self.iso8601 = iso8601
+        self.pid = os.getpid()
+
+    def format(self, record: logging.LogRecord) -> str:
+        letter = record.levelname[:1] if record.levelno > logging.DEBUG else "I"
+        where = f"{os.path.basename(record.pathname)}:{record.lineno}"
+        message = record.getMessage()
+        if record.exc_info:
+            message += "\n" + self.formatException(record.exc_info)
+        ts = record.created
+        if self.iso8601:
+            stamp = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(ts))
+            return f"{stamp} {letter} {self.pid} {where}] {message}"
+        micros = int((ts - int(ts)) * 1_000_000)
+        stamp = time.strftime("%m%d %H:%M:%S", time.localtime(ts))
+        return f"{letter}{stamp}.{micros:06d} {self.pid} {where}] {message}"
+
+
+def configure(
+    verbose: int = 0, log_format: str = "default", log_file: str = "", stream: TextIO | None = None
+) -> None:
+    """Send the ``naiad`` logger to stderr (or a file) in Triton's format."""
+    logger = logging.getLogger("naiad")
+    for handler in list(logger.handlers):
+        logger.removeHandler(handler)
+    handler: logging.Handler
+    if log_file:
+        handler = logging.FileHandler(log_file)
+    else:
+        handler = logging.StreamHandler(stream or sys.stderr)
+    handler.setFormatter(TritonFormatter(iso8601=log_format == "ISO8601"))
+    logger.addHandler(handler)
+    logger.setLevel(logging.DEBUG if verbose > 0 else logging.INFO)
+    logger.propagate = False

@@ -1,0 +1,237 @@
+"""The server: a data plane, its frontends and an event loop, wired together.
+
+Usable three ways: ``naiad serve`` (the CLI runs :meth:`Server.serve`), as a
+context manager in synchronous code (the loop then runs on a background
+thread), and with ``async with`` inside an existing event loop.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import logging
+import threading
+from collections.abc import Mapping, Sequence
+from concurrent.futures import Future
+from pathlib import Path
+from typing import Any, Coroutine, TypeVar
+
+import numpy as np
+
+from naiad.core import datatypes
+from naiad.core.dataplane import DataPlane
+from naiad.core.options import ServerOptions
+from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+
+log = logging.getLogger("naiad")
+T = TypeVar("T")
+
+#: Frontends by option prefix; each module has ``async start(dataplane, options)``
+#: returning an object with ``port`` and ``async close(timeout)``.
+FRONTENDS = (
+    ("http", "naiad.frontends.http"),
+    ("grpc", "naiad.frontends.grpc"),
+    ("metrics", "naiad.frontends.metrics"),
+)
+
+
+class Server:
+    """A naiad server over one or more model repositories.
+
+    ``Server(model_repository="models")`` serves in-process only; pass
+    ``http_port`` / ``grpc_port`` (0 picks a free port) to open frontends.
+    """
+
+    def __init__(
+        self,
+        model_repository: str | Path | Sequence[str | Path] = (),
+        *,
+        options: ServerOptions | None = None,
+        http_port: int | None = None,
+        grpc_port: int | None = None,
+        metrics_port: int | None = None,
+        address: str = "127.0.0.1",
+        **settings: Any,
+    ) -> None:
+        if options is None:
+            repos = (
+                [model_repository] if isinstance(model_repository, (str, Path)) else model_repository
+            )
+            options = ServerOptions(
+                model_repositories=tuple(Path(r) for r in repos),
+                http_port=-1 if http_port is None else http_port,
+                grpc_port=-1 if grpc_port is None else grpc_port,
+                metrics_port=-1 if metrics_port is None else metrics_port,
+                http_address=address,
+                grpc_address=address,
+                exit_on_error=False,
+                **settings,
+            )
+        self.options = options
+        self.dataplane = DataPlane(options)
+        self.frontends: dict[str, Any] = {}
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._thread: threading.Thread | None = None
+
+    # -- ports -------------------------------------------------------------------
+
+    @property
+    def http_port(self) -> int | None:
+        fe = self.frontends.get("http")
+        return None if fe is None else fe.port
+
+    @property
+    def grpc_port(self) -> int | None:
+        fe = self.frontends.get("grpc")
+        return None if fe is None else fe.port
+
+    @property
+    def metrics_port(self) -> int | None:
+        fe = self.frontends.get("metrics")
+        return None if fe is None else fe.port
+
+    # -- async lifecycle -----------------------------------------------------------
+
+    async def start_async(self) -> None:
+        """Load the models, then open the frontends."""
+        await self.dataplane.start()
+        await self.start_frontends()
+
+    async def start_frontends(self) -> None:
+        self._loop = asyncio.get_running_loop()
+        for name, module_name in FRONTENDS:
+            if getattr(self.options, f"{name}_port") < 0:
+                continue
+            try:
+                module = importlib.import_module(module_name)
+            except ImportError:
+                log.warning("the %s frontend is not available in this build", name)
+                continue
+            frontend = await module.start(self.dataplane, self.options)
+            self.frontends[name] = frontend
+            address = getattr(self.options, f"{name}_address", None) or self.options.http_address
+            log.info("started %s service at %s:%d", name, address, frontend.port)
+
+    async def stop_async(self, timeout: float | None = None) -> None:
+        """Stop accepting work, drain what is in flight, unload every model."""
+        if timeout is None:
+            timeout = self.options.exit_timeout_secs
+        self.dataplane.stopping = True
+        frontends, self.frontends = self.frontends, {}
+        await asyncio.gather(*(fe.close(timeout) for fe in frontends.values()))
+        await self.dataplane.stop(timeout)
+
+    async def __aenter__(self) -> Server:
+        await self.start_async()
+        return self
+
+    async def __aexit__(self, *exc: object) -> None:
+        await self.stop_async()
+
+    # -- sync lifecycle (loop on a background thread) -------------------------------
+
+    def start(self) -> Server:
+        if self._thread is not None:
+            return self
+        ready: Future[None] = Future()
+
+        def run() -> None:
+            loop = new_event_loop()
+            asyncio.set_event_loop(loop)
+            self._loop = loop
+            try:
+                loop.run_until_complete(self.start_async())
+            except BaseException as exc:
+                ready.set_exception(exc)
+                loop.close()
+                return
+            ready.set_result(None)
+            loop.run_forever()
+            loop.close()
+
+        self._thread = threading.Thread(target=run, name="naiad-server", daemon=True)
+        self._thread.start()
+        ready.result()
+        return self
+
+    def stop(self, timeout: float | None = None) -> None:
+        if self._thread is None or self._loop is None:
+            return
+        self._call(self.stop_async(timeout))
+        self._loop.call_soon_threadsafe(self._loop.stop)
+        self._thread.join()
+        self._thread = None
+
+    def __enter__(self) -> Server:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    def _call(self, coro: Coroutine[Any, Any, T]) -> T:
+        assert self._loop is not None, "the server is not started"
+        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+
+    # -- the embedded API --------------------------------------------------------------
+
+    async def infer_async(
+        self,
+        model: str,
+        inputs: Mapping[str, Any],
+        *,
+        outputs: Sequence[str] | None = None,
+        version: int | None = None,
+        parameters: Mapping[str, bool | int | float | str] | None = None,
+        request_id: str = "",
+    ) -> dict[str, np.ndarray]:
+        """Infer on numpy arrays; returns the outputs by name."""
+        request = InferenceRequest(
+            model,
+            [_input(name, value) for name, value in inputs.items()],
+            model_version=version,
+            id=request_id,
+            outputs=[RequestedOutput(n) for n in outputs or ()],
+            parameters=dict(parameters or {}),
+        )
+        response = await self.dataplane.infer(request, endpoint="The in-process API")
+        return {t.name: t.data for t in response.outputs if t.data is not None}
+
+    def infer(self, model: str, inputs: Mapping[str, Any], **kwargs: Any) -> dict[str, np.ndarray]:
+        """Synchronous :meth:`infer_async` (call from outside the server's loop)."""
+        return self._call(self.infer_async(model, inputs, **kwargs))
+
+    def is_live(self) -> bool:
+        return self.dataplane.is_live()
+
+    def is_ready(self) -> bool:
+        return self.dataplane.is_ready()
+
+    def model_ready(self, model: str, version: str = "") -> bool:
+        return self.dataplane.model_ready(model, version)
+
+    def model_metadata(self, model: str, version: str = "") -> dict[str, Any]:
+        return self.dataplane.model_metadata(model, version)
+
+    def model_config(self, model: str, version: str = "") -> dict[str, Any]:
+        from naiad.config import config_to_dict
+
+        return config_to_dict(self.dataplane.model_config(model, version))
+
+    def statistics(self, model: str = "", version: str = "") -> dict[str, Any]:
+        return self.dataplane.statistics(model, version)
+
+
+def _input(name: str, value: Any) -> InferInput:
+    array = value if isinstance(value, np.ndarray) else np.asarray(value)
+    if array.dtype.kind in "SU":
+        array = array.astype(np.object_)
+    return InferInput(name, datatypes.from_numpy(array.dtype), tuple(array.shape), array)
+
+
+def new_event_loop() -> asyncio.AbstractEventLoop:
+    """uvloop where installed, else the standard loop."""
+    try:
+        import uvloop
+    except ImportError:
+        return asyncio.new_event_loop()
+    return uvloop.new_event_loop()
