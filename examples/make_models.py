@@ -110,7 +110,9 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 def string_upper() -> None:
     s = TensorProto.STRING
     graph = helper.make_graph(
-        [helper.make_node("StringNormalizer", ["TEXT"], ["UPPER"], case_change_action="UPPER")],
+        [helper.make_node(
+            "StringNormalizer", ["TEXT"], ["UPPER"], case_change_action="UPPER", locale="C"
+        )],
         "string_upper",
         [helper.make_tensor_value_info("TEXT", s, ["n"])],
         [helper.make_tensor_value_info("UPPER", s, ["n"])],

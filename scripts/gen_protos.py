@@ -32,6 +32,7 @@ SRC = ROOT / "src"
 # Each directory is also an include path, so later entries may import earlier ones.
 PROTOS: list[tuple[str, str]] = [
     ("src/naiad/config", "model_config.proto"),
+    ("src/naiad/frontends/grpc", "grpc_service.proto"),
 ]
 
 POOL_MODULE = "naiad.config.proto_pool"
@@ -40,6 +41,11 @@ POOL_MODULE = "naiad.config.proto_pool"
 def _module_package(proto_dir: str) -> str:
     """Python package of a proto dir under ``src/`` (``naiad.config``)."""
     return ".".join((ROOT / proto_dir).resolve().relative_to(SRC).parts)
+
+
+def _declares_service(proto: Path) -> bool:
+    """Whether a ``.proto`` declares a gRPC service (then gRPC stubs are generated too)."""
+    return re.search(r"^service\s", proto.read_text(encoding="utf-8"), flags=re.MULTILINE) is not None
 
 
 def _rewrite(text: str, packages: dict[str, str]) -> str:
@@ -75,11 +81,17 @@ def generate(out_root: Path | None = None) -> list[Path]:
         out_dir = (out_root or ROOT) / proto_dir
         out_dir.mkdir(parents=True, exist_ok=True)
         args = ["grpc_tools.protoc", *(f"-I{i}" for i in includes)]
-        args += [f"--python_out={out_dir}", f"--pyi_out={out_dir}", str(ROOT / proto_dir / proto_file)]
+        args += [f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
+        stem = Path(proto_file).stem + "_pb2"
+        outputs = [out_dir / f"{stem}.py", out_dir / f"{stem}.pyi"]
+        if _declares_service(ROOT / proto_dir / proto_file):
+            # Servicer base class and stub (``*_pb2_grpc.py``) only where there is a service.
+            args.append(f"--grpc_python_out={out_dir}")
+            outputs.append(out_dir / f"{stem}_grpc.py")
+        args.append(str(ROOT / proto_dir / proto_file))
         if protoc.main(args) != 0:
             raise SystemExit(f"protoc failed for {proto_dir}/{proto_file}")
-        stem = Path(proto_file).stem + "_pb2"
-        for path in (out_dir / f"{stem}.py", out_dir / f"{stem}.pyi"):
+        for path in outputs:
             path.write_text(_rewrite(path.read_text(encoding="utf-8"), packages), encoding="utf-8")
             written.append(path)
     return written

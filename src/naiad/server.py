@@ -105,6 +105,8 @@ class Server:
             try:
                 module = importlib.import_module(module_name)
             except ImportError:
+                module = None
+            if module is None or not hasattr(module, "start"):
                 log.warning("the %s frontend is not available in this build", name)
                 continue
             frontend = await module.start(self.dataplane, self.options)

@@ -74,6 +74,11 @@ def _open(path: Path, options: ort.SessionOptions | None = None, providers: Any 
 class OnnxRuntimeBackend(Backend):
     name = "onnxruntime"
 
+    def __init__(self) -> None:
+        # Load errors reach the user as the model's reason; ORT's own copy on
+        # stderr would only repeat them.
+        ort.set_default_logger_severity(4)
+
     def default_cpu_instance_count(self) -> int:
         return 2
 
@@ -182,6 +187,12 @@ class OnnxRuntimeInstance(ModelInstance):
                 + ", ".join(model_outputs)
             )
         model_inputs = {i.name for i in self.session.get_inputs()}
+        expected = len(config.input) + len(config.batch_input)
+        if expected != len(model_inputs):
+            raise InvalidArgument(
+                f"unable to load model '{config.name}', configuration expects {expected} "
+                f"inputs, model provides {len(model_inputs)}"
+            )
         unknown = [i.name for i in config.input if i.name not in model_inputs]
         if unknown:
             raise InvalidArgument(

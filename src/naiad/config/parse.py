@@ -56,7 +56,9 @@ def read_model_config(model_dir: Path, config_name: str | None = None) -> ModelC
         try:
             text = candidate.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
-            raise ConfigError(f"cannot read model configuration: {exc}", path=str(candidate)) from None
+            raise ConfigError(
+                f"cannot read model configuration: {exc}", path=str(candidate)
+            ) from None
         return parse_config_text(text, str(candidate))
     return None
 
@@ -91,7 +93,9 @@ def _field_before(text: str, line_no: int, column: int) -> str | None:
     lines = text.splitlines()
     if not 1 <= line_no <= len(lines):
         return None
-    before = "\n".join(lines[max(0, line_no - 3) : line_no - 1] + [lines[line_no - 1][: column - 1]])
+    before = "\n".join(
+        lines[max(0, line_no - 3) : line_no - 1] + [lines[line_no - 1][: column - 1]]
+    )
     before = re.sub(r'"(?:[^"\\\n]|\\.)*"', '""', before)  # string contents are not fields
     match = _KEY_BEFORE.search(before.rstrip())
     if match:

@@ -1,0 +1,138 @@
+"""Triton's Python backend (``backend: "python"``): ``model.py`` with ``TritonPythonModel``.
+
+Each instance runs in its own stub process by default (Triton's model: a
+model cannot crash the server, and it may use its own interpreter).  The
+in-process thread mode is an option for small models that want the last
+microseconds: ``parameters { key: "NAIAD_EXECUTION_MODE" value: { string_value:
+"thread" } }`` in the model config, or ``--backend-config=python,execution-mode=thread``.
+
+Backend options (``--backend-config=python,<key>=<value>``):
+``shm-default-byte-size`` (first shared-memory segment per instance and
+direction, default 1 MiB; more are added as needed), ``stub-timeout-seconds``
+(how long ``finalize`` may take, default 30), ``execution-mode``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from triton_python_backend_utils._runner import ModelRunner
+
+from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.python import launcher
+from naiad.backends.python.process import ProcessInstance, StubSettings
+from naiad.backends.python.services import Services
+from naiad.backends.python.thread import ThreadHost, ThreadInstance
+from naiad.core.errors import InvalidArgument, Unavailable
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+
+MODES = ("process", "thread")
+
+
+def _parameter(config: ModelConfig, key: str) -> str:
+    return config.parameters[key].string_value if key in config.parameters else ""
+
+
+def _model_file(config: ModelConfig, model_dir: Path, version: int) -> Path:
+    return model_dir / str(version) / (config.default_model_filename or "model.py")
+
+
+def _may_auto_complete(model_dir: Path) -> bool:
+    """Whether any Python file of the model mentions ``auto_complete_config``.
+
+    Saves starting a process for the (many) models that do not define it.
+    """
+    for path in model_dir.rglob("*.py"):
+        try:
+            if "auto_complete_config" in path.read_text(encoding="utf-8", errors="replace"):
+                return True
+        except OSError:
+            continue
+    return False
+
+
+class PythonBackend(Backend):
+    name = "python"
+
+    def preferred_instance_kind(self) -> str:
+        return "KIND_CPU"
+
+    def validate(self, config: ModelConfig, model_dir: Path) -> None:
+        filename = config.default_model_filename
+        if filename and not filename.endswith(".py"):
+            raise InvalidArgument(
+                f"default_model_filename of Python model '{config.name}' must end in '.py'"
+            )
+        mode = _parameter(config, "NAIAD_EXECUTION_MODE")
+        if mode and mode not in MODES:
+            raise InvalidArgument(
+                f"NAIAD_EXECUTION_MODE of model '{config.name}' must be one of {', '.join(MODES)}"
+            )
+
+    def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """Run the model's static ``auto_complete_config`` in a throw-away process."""
+        from naiad.config import config_from_json, config_to_json
+
+        model_file = _model_file(config, model_dir, version)
+        if not model_file.is_file() or not _may_auto_complete(model_dir):
+            return
+        interpreter = launcher.interpreter_for(_parameter(config, "EXECUTION_ENV_PATH"), model_dir)
+        completed = launcher.run_auto_complete(interpreter, model_file, version,
+                                               config_to_json(config))
+        if completed is not None:
+            config.CopyFrom(config_from_json(completed, str(model_file)))
+
+    def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
+        from naiad.config import config_to_json
+
+        config = ctx.config
+        model_file = _model_file(config, ctx.model_dir, ctx.version)
+        if not model_file.is_file():
+            raise Unavailable(
+                f"Failed to load model '{ctx.name}': Python model file '{model_file}' not found"
+            )
+        decoupled = bool(
+            config.HasField("model_transaction_policy")
+            and config.model_transaction_policy.decoupled
+        )
+        outputs = [o.name for o in config.output]
+        args = {
+            "model_config": config_to_json(config),
+            "model_instance_kind": spec.kind,
+            "model_instance_name": spec.name,
+            "model_instance_device_id": str(spec.device_id),
+            "model_repository": str(ctx.model_dir),
+            "model_version": str(ctx.version),
+            "model_name": ctx.name,
+        }
+        services = Services(ctx.services)
+        mode = _parameter(config, "NAIAD_EXECUTION_MODE") or ctx.options.get(
+            "execution-mode", "process")
+        if mode == "thread":
+            runner = ModelRunner(spec.name, decoupled, outputs)
+            return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)
+        init = {
+            "instance": spec.name,
+            "decoupled": decoupled,
+            "outputs": outputs,
+            "model_file": str(model_file),
+            "version": str(ctx.version),
+            "args": args,
+            "shm": int(ctx.options.get("shm-default-byte-size", 1 << 20)),
+        }
+        settings = StubSettings(
+            name=spec.name,
+            init=init,
+            interpreter=launcher.interpreter_for(
+                _parameter(config, "EXECUTION_ENV_PATH"), ctx.model_dir
+            ),
+            services=services,
+            decoupled=decoupled,
+            output_names=outputs,
+            segment_bytes=init["shm"],
+            finalize_timeout=float(ctx.options.get("stub-timeout-seconds", 30)),
+        )
+        return ProcessInstance(settings)

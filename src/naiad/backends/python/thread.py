@@ -1,0 +1,262 @@
+"""A Python model run inside the server process, on a thread of its own.
+
+The opt-in alternative to stub processes (``NAIAD_EXECUTION_MODE: "thread"``):
+no IPC and no copies, but the model shares the server's interpreter, GIL
+and fate (a crash takes the server down) and its modules share
+``sys.modules`` with other thread-mode models.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
+
+import numpy as np
+from triton_python_backend_utils import _host
+from triton_python_backend_utils._errors import TritonError, TritonModelException
+from triton_python_backend_utils._request import InferenceRequest as PbRequest
+from triton_python_backend_utils._response import InferenceResponse as PbResponse
+from triton_python_backend_utils._response import ResponseIterator
+from triton_python_backend_utils._runner import BatchError, ModelRunner, OutputError
+from triton_python_backend_utils._tensor import Tensor
+
+from naiad.backends.base import ModelInstance
+from naiad.backends.python import convert
+from naiad.backends.python.connection import on_log
+from naiad.backends.python.services import Services
+from naiad.core import datatypes
+from naiad.core.errors import Internal, NaiadError
+from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, OutputTensor
+
+log = logging.getLogger("naiad")
+_BF16 = datatypes.BF16.config_enum
+
+
+def _pb_array(array: np.ndarray, code: int) -> np.ndarray:
+    return array.view(np.uint16) if code == _BF16 else array
+
+
+def _core_array(array: np.ndarray, code: int) -> np.ndarray:
+    return array.view(datatypes.BF16.numpy) if code == _BF16 else array
+
+
+def core_response(runner: ModelRunner, response: PbResponse, requested: list[str], final: bool = True) -> InferenceResponse:
+    error = response.error()
+    if error is not None:
+        return InferenceResponse(error=convert.error_of(int(error.code()), error.message()), final=final)
+    try:
+        tensors = runner.outputs(response, requested)
+    except OutputError as exc:
+        return InferenceResponse(error=convert.error_of(exc.code, exc.message), final=final)
+    by_enum = datatypes.BY_CONFIG_ENUM
+    outputs = [
+        OutputTensor(t._name, by_enum[t._dtype], tuple(t._array.shape), _core_array(t._array, t._dtype))
+        for t in tensors
+    ]
+    return InferenceResponse(outputs=outputs, parameters=dict(response._parameters), final=final)
+
+
+def pb_response(response: InferenceResponse) -> PbResponse:
+    if response.error is not None:
+        return PbResponse(error=TritonError(response.error.message, convert.CODES.get(response.error.kind, 1)))
+    tensors = [
+        Tensor._wrap(t.name, _pb_array(t.data, t.datatype.config_enum), t.datatype.config_enum)
+        for t in response.outputs if t.data is not None
+    ]
+    return PbResponse(tensors, parameters=response.parameters or None)
+
+
+class ThreadHost:
+    """Serves a thread-mode model's callbacks straight from the server's objects."""
+
+    def __init__(self, runner: ModelRunner, services: Services) -> None:
+        self.runner = runner
+        self.services = services
+        self.decoupled = runner.decoupled
+        self.loop: asyncio.AbstractEventLoop | None = None
+
+    def send(self, request: PbRequest, response: PbResponse | None, final: bool) -> None:
+        core = request._core  # type: ignore[attr-defined]
+        if response is None:
+            answer = InferenceResponse(final=True)
+        else:
+            answer = core_response(self.runner, response, request._requested, final)
+        if not self.decoupled:
+            request._held = answer  # type: ignore[attr-defined]
+            return
+        assert self.loop is not None and core.response_sink is not None
+        self.loop.call_soon_threadsafe(core.response_sink, answer)
+
+    def is_cancelled(self, request: PbRequest) -> bool:
+        return bool(request._core.cancelled)  # type: ignore[attr-defined]
+
+    def _core_request(self, request: PbRequest) -> InferenceRequest:
+        body = {
+            "m": request._model_name, "v": request._model_version, "id": request._request_id,
+            "c": request._correlation_id, "fl": request._flags, "t": request._timeout,
+            "p": request._parameters, "ro": request._requested,
+        }
+        core = convert.bls_request(body, None)
+        by_enum = datatypes.BY_CONFIG_ENUM
+        for t in request._inputs:
+            dt = by_enum[t._dtype]
+            core.inputs.append(InferInput(t._name, dt, tuple(t._array.shape), _core_array(t._array, t._dtype)))
+        return core
+
+    def bls(self, request: PbRequest, decoupled: bool) -> Any:
+        assert self.loop is not None
+        core = self._core_request(request)
+        if decoupled:
+            iterator = ResponseIterator(cancel=lambda: setattr(core, "cancelled", True))
+            asyncio.run_coroutine_threadsafe(self.services.bls(
+                core, True, lambda r: iterator._put(pb_response(r), r.final)
+            ), self.loop)
+            return iterator
+        got: list[InferenceResponse] = []
+        asyncio.run_coroutine_threadsafe(self.services.bls(core, False, got.append), self.loop).result()
+        return pb_response(got[-1])
+
+    async def bls_async(self, request: PbRequest, decoupled: bool) -> Any:
+        assert self.loop is not None
+        core = self._core_request(request)
+        got: list[InferenceResponse] = []
+        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
+            self.services.bls(core, decoupled, got.append), self.loop
+        ))
+        if not decoupled:
+            return pb_response(got[-1])
+        iterator = ResponseIterator()
+        for r in got:
+            iterator._put(pb_response(r), r.final)
+        return iterator
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        assert self.loop is not None
+        if "files" in kwargs:
+            kwargs["files"] = {k: v.hex() for k, v in kwargs["files"].items()}
+        if op == "cancelled":
+            return False
+        try:
+            return asyncio.run_coroutine_threadsafe(
+                self.services.model_control(op, kwargs), self.loop
+            ).result()
+        except NaiadError as exc:
+            raise TritonModelException(exc.message) from None
+
+    def log(self, level: int, message: str) -> None:
+        on_log({"l": level, "m": message})
+
+
+class ThreadInstance(ModelInstance):
+    is_async = True
+
+    def __init__(self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]) -> None:
+        self.runner = runner
+        self.host = host
+        self.name = runner.instance_name
+        self._model_name = args["model_name"]
+        self._version = int(args["model_version"])
+        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"naiad-py-{self.name}")
+        self._aloop: asyncio.AbstractEventLoop | None = None
+        _host.set_default(host)
+        _host.bind(host)
+        try:
+            runner.load(model_file, args["model_version"], isolated=True)
+            runner.initialize(args)
+        except BaseException as exc:
+            from triton_python_backend_utils._runner import python_error_text
+
+            raise Internal(python_error_text(exc)) from None
+        finally:
+            _host.bind(None)
+
+    def execute_async(self, requests: list[InferenceRequest]) -> asyncio.Future[Any]:  # type: ignore[override]
+        loop = asyncio.get_running_loop()
+        self.host.loop = loop
+        return loop.run_in_executor(self._executor, self._execute, requests)
+
+    def _execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+        host, runner = self.host, self.runner
+        outputs = list(runner.output_names)
+        pb = []
+        for i, r in enumerate(requests):
+            tensors = [Tensor._wrap(t.name, _pb_array(t.array(), t.datatype.config_enum), t.datatype.config_enum) for t in r.inputs]
+            requested = [o.name for o in r.outputs] if r.outputs else outputs
+            params = {k: v for k, v in r.parameters.items() if k not in convert.RESERVED_PARAMETERS}
+            req = PbRequest._incoming(host, i, tensors, requested, r.id, r.correlation_id, r.flags, r.timeout_us, params, self._model_name, self._version)
+            req._core = r  # type: ignore[attr-defined]
+            req._held = None  # type: ignore[attr-defined]
+            pb.append(req)
+        _host.bind(host)
+        try:
+            if runner.async_execute:
+                future = asyncio.run_coroutine_threadsafe(runner.execute_async(pb), self._event_loop())
+                if runner.decoupled:
+                    future.add_done_callback(lambda f: self._after_async(pb, f))
+                    return None
+                result = future.result()
+            else:
+                result = runner.execute(pb)
+            checked = runner.check(result, pb)
+        except BatchError as exc:
+            return self._fail(pb, str(exc))
+        finally:
+            _host.bind(None)
+        if checked is None:
+            return None
+        out = []
+        for req, response in zip(pb, checked):
+            if response is not None:
+                out.append(core_response(runner, response, req._requested))
+            else:
+                out.append(req._held or InferenceResponse(error=Internal(runner.failed(  # type: ignore[attr-defined]
+                    "execute returned None for a request that was not answered through its response sender."
+                ))))
+        return out
+
+    def _after_async(self, pb: list[PbRequest], future: Any) -> None:
+        try:
+            self.runner.check(future.result(), pb)
+        except BatchError as exc:
+            self._fail(pb, str(exc))
+        except Exception as exc:
+            self._fail(pb, self.runner.failed(str(exc)))
+
+    def _fail(self, pb: list[PbRequest], message: str) -> None:
+        if not self.runner.decoupled:
+            raise Internal(message)
+        for req in pb:
+            sender = req._sender
+            if sender is None or not sender.closed:
+                if sender is not None:
+                    sender._closed = True
+                self.host.send(req, PbResponse(error=TritonError(message)), True)
+        return None
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        if self._aloop is None:
+            loop = asyncio.new_event_loop()
+            host = self.host
+
+            def run() -> None:
+                _host.bind(host)
+                loop.run_forever()
+
+            threading.Thread(target=run, name=f"naiad-py-loop-{self.name}", daemon=True).start()
+            self._aloop = loop
+        return self._aloop
+
+    def close(self) -> None:
+        _host.bind(self.host)
+        try:
+            error = self.runner.finalize()
+        finally:
+            _host.bind(None)
+        if error:
+            log.error("finalize of Python model instance '%s' failed: %s", self.name, error)
+        self._executor.shutdown(wait=False)
+        if self._aloop is not None:
+            self._aloop.call_soon_threadsafe(self._aloop.stop)

@@ -1,0 +1,214 @@
+"""Which backend runs a model: Triton's platform/backend/file-name rules (§4).
+
+Triton fills ``platform``, ``backend`` and ``default_model_filename`` from
+whatever the user gave (any of the three, or a file in the first version
+directory, or a ``model.<backend>`` directory name) before any backend is
+loaded; the order of the rules below matters and is Triton's.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from naiad.config.errors import ConfigError
+from naiad.config.model_config_pb2 import ModelConfig
+
+ENSEMBLE_PLATFORM = "ensemble"
+
+#: Known platform strings and the backend each must pair with.  Platforms not
+#: listed here (and an empty platform) pair with any backend that is not one
+#: of :data:`KNOWN_BACKENDS`, i.e. custom backends.
+KNOWN_PLATFORMS: dict[str, str] = {
+    "tensorrt_plan": "tensorrt",
+    "tensorflow_graphdef": "tensorflow",
+    "tensorflow_savedmodel": "tensorflow",
+    "onnxruntime_onnx": "onnxruntime",
+    "pytorch_libtorch": "pytorch",
+    "torch_aoti": "pytorch",
+    ENSEMBLE_PLATFORM: "",
+}
+
+#: Backends that Triton ties to a platform string.
+KNOWN_BACKENDS = frozenset(b for b in KNOWN_PLATFORMS.values() if b)
+
+#: The model file (or directory) a backend looks for in ``<version>/`` by default.
+DEFAULT_MODEL_FILENAMES: dict[str, str] = {
+    "tensorflow_savedmodel": "model.savedmodel",
+    "tensorflow_graphdef": "model.graphdef",
+    "tensorrt": "model.plan",
+    "onnxruntime": "model.onnx",
+    "openvino": "model.xml",
+    "pytorch_libtorch": "model.pt",
+    "torch_aoti": "model.pt2",
+    "python": "model.py",
+}
+
+_PLATFORM_ALIASES = {"libtorch": "pytorch_libtorch"}
+
+
+def fill_platform_and_backend(
+    config: ModelConfig, model_dir: Path, first_version: int | None
+) -> None:
+    """Fill ``name``, ``platform``, ``backend``, ``default_model_filename`` in place.
+
+    ``first_version`` is the first version directory (None when there is
+    none); its content decides the backend when the config names none.
+    Raises ConfigError when the name disagrees with the directory or no
+    backend can be determined.
+    """
+    model_dir = Path(model_dir)
+    dir_name = model_dir.name
+    config_path = str(model_dir / "config.pbtxt")
+    if not config.name:
+        config.name = dir_name
+    elif config.name != dir_name:
+        raise ConfigError(
+            f"unexpected directory name '{dir_name}' for model '{config.name}', "
+            "directory name must equal model name",
+            path=config_path,
+            field="name",
+        )
+    if config.platform in _PLATFORM_ALIASES:
+        config.platform = _PLATFORM_ALIASES[config.platform]
+    version_dir = model_dir / str(first_version) if first_version is not None else None
+    for rule in _RULES:
+        if rule(config, version_dir):
+            return
+    _custom_backend(config, config_path)
+
+
+def _exists(version_dir: Path | None, name: str, *, directory: bool | None = None) -> bool:
+    """Whether the version dir holds ``name`` (of the given kind, if given)."""
+    if version_dir is None:
+        return False
+    path = version_dir / name
+    if directory is None:
+        return path.exists()
+    return path.is_dir() if directory else path.is_file()
+
+
+def _can_detect(config: ModelConfig, version_dir: Path | None) -> bool:
+    """Files are only consulted when the config names no platform and no file."""
+    return not config.platform and not config.default_model_filename and version_dir is not None
+
+
+def _tensorflow(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.platform and config.backend in ("", "tensorflow"):
+        filename = config.default_model_filename
+        if filename == "model.savedmodel":
+            config.platform = "tensorflow_savedmodel"
+        elif filename == "model.graphdef":
+            config.platform = "tensorflow_graphdef"
+        elif not filename and version_dir is not None:
+            if _exists(version_dir, "model.savedmodel", directory=True):
+                config.platform = "tensorflow_savedmodel"
+            if _exists(version_dir, "model.graphdef", directory=False):
+                config.platform = "tensorflow_graphdef"
+    if config.platform not in ("tensorflow_savedmodel", "tensorflow_graphdef"):
+        return False
+    config.backend = config.backend or "tensorflow"
+    config.default_model_filename = (
+        config.default_model_filename or DEFAULT_MODEL_FILENAMES[config.platform]
+    )
+    return True
+
+
+def _tensorrt(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend:
+        if config.platform == "tensorrt_plan" or config.default_model_filename == "model.plan":
+            config.backend = "tensorrt"
+        elif _can_detect(config, version_dir) and _exists(
+            version_dir, "model.plan", directory=False
+        ):
+            config.backend = "tensorrt"
+    if config.backend != "tensorrt":
+        return False
+    config.platform = config.platform or "tensorrt_plan"
+    config.default_model_filename = config.default_model_filename or "model.plan"
+    return True
+
+
+def _onnxruntime(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend:
+        if config.platform == "onnxruntime_onnx" or config.default_model_filename == "model.onnx":
+            config.backend = "onnxruntime"
+        elif _can_detect(config, version_dir) and _exists(version_dir, "model.onnx"):
+            config.backend = "onnxruntime"  # a file, or a directory for large models
+    if config.backend != "onnxruntime":
+        return False
+    config.platform = config.platform or "onnxruntime_onnx"
+    config.default_model_filename = config.default_model_filename or "model.onnx"
+    return True
+
+
+def _openvino(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend:
+        if config.default_model_filename == "model.xml":
+            config.backend = "openvino"
+        elif _can_detect(config, version_dir) and _exists(version_dir, "model.xml"):
+            config.backend = "openvino"
+    if config.backend != "openvino":
+        return False
+    config.default_model_filename = config.default_model_filename or "model.xml"
+    return True
+
+
+def _pytorch(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend:
+        if config.platform in (
+            "pytorch_libtorch",
+            "torch_aoti",
+        ) or config.default_model_filename in (
+            "model.pt",
+            "model.pt2",
+        ):
+            config.backend = "pytorch"
+        elif _can_detect(config, version_dir) and (
+            _exists(version_dir, "model.pt", directory=False)
+            or _exists(version_dir, "model.pt2", directory=False)
+        ):
+            config.backend = "pytorch"
+    if config.backend != "pytorch":
+        return False
+    if not config.platform:
+        aoti = config.default_model_filename == "model.pt2" or (
+            not config.default_model_filename
+            and not _exists(version_dir, "model.pt", directory=False)
+            and _exists(version_dir, "model.pt2", directory=False)
+        )
+        config.platform = "torch_aoti" if aoti else "pytorch_libtorch"
+    if config.runtime != "model.py" and not config.default_model_filename:
+        config.default_model_filename = DEFAULT_MODEL_FILENAMES.get(config.platform, "model.pt")
+    return True
+
+
+def _python(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend:
+        if config.default_model_filename == "model.py":
+            config.backend = "python"
+        elif _can_detect(config, version_dir) and _exists(version_dir, "model.py"):
+            config.backend = "python"
+    if config.backend != "python":
+        return False
+    config.default_model_filename = config.default_model_filename or "model.py"
+    return True
+
+
+_RULES = (_tensorflow, _tensorrt, _onnxruntime, _openvino, _pytorch, _python)
+
+
+def _custom_backend(config: ModelConfig, config_path: str) -> None:
+    """Nothing given at all: the directory must be named ``<something>.<backend>``."""
+    if config.backend or config.platform or config.default_model_filename:
+        return
+    _, dot, backend = config.name.partition(".")
+    if not dot or not backend:
+        raise ConfigError(
+            f"Invalid model name: Could not determine backend for model '{config.name}' "
+            "with no backend in model configuration. Expected model name of the form "
+            "'model.<backend_name>'.",
+            path=config_path,
+            field="backend",
+        )
+    config.backend = backend
+    config.default_model_filename = f"model.{backend}"

@@ -1,0 +1,124 @@
+"""Dispatch: route, check the method and restricted-API header, call the endpoint.
+
+The only place where errors turn into HTTP responses for synchronous
+endpoints (asynchronous ones are caught by the connection the same way).
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+from collections.abc import Callable, Coroutine
+from typing import TYPE_CHECKING, Any
+
+from naiad.core.errors import NaiadError
+from naiad.frontends.http import generate, handlers, routes
+from naiad.frontends.http.infer import InferEndpoint
+from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
+
+if TYPE_CHECKING:
+    from naiad.core.dataplane import DataPlane
+    from naiad.core.options import ServerOptions
+
+log = logging.getLogger("naiad.http")
+
+GET = ("GET",)
+POST = ("POST",)
+BOTH = ("GET", "POST")
+
+Result = Response | Coroutine[Any, Any, Response | None]
+
+# endpoint -> (allowed methods, restricted-API category)
+ENDPOINTS: dict[str, tuple[tuple[str, ...], str]] = {
+    "health_live": (GET, "health"),
+    "health_ready": (GET, "health"),
+    "model_ready": (GET, "health"),
+    "server_metadata": (GET, "metadata"),
+    "model_metadata": (GET, "metadata"),
+    "model_config": (GET, "model-config"),
+    "infer": (POST, "inference"),
+    "generate": (POST, "inference"),
+    "generate_stream": (POST, "inference"),
+    "stats": (GET, "statistics"),
+    "model_stats": (GET, "statistics"),
+    "repository_index": (POST, "model-repository"),
+    "repository_load": (POST, "model-repository"),
+    "repository_unload": (POST, "model-repository"),
+    "shm_status": (GET, "shared-memory"),
+    "shm_register": (POST, "shared-memory"),
+    "shm_unregister": (POST, "shared-memory"),
+    "trace": (BOTH, "trace"),
+    "model_trace": (BOTH, "trace"),
+    "logging": (BOTH, "logging"),
+}
+CATEGORIES = frozenset(c for _, c in ENDPOINTS.values())
+
+
+def parse_restricted(specs: Any) -> dict[str, tuple[str, str]]:
+    """``category[,category...]:header=value`` strings -> {category: (header, value)}."""
+    if isinstance(specs, str):
+        specs = [specs]
+    out: dict[str, tuple[str, str]] = {}
+    for spec in specs or ():
+        cats, sep, rule = str(spec).partition(":")
+        header, eq, value = rule.partition("=")
+        if not sep or not eq or not header:
+            raise ValueError(f"invalid --http-restricted-api value '{spec}'")
+        for cat in cats.split(","):
+            cat = cat.strip()
+            if cat not in CATEGORIES:
+                raise ValueError(f"unknown restricted API category '{cat}'")
+            out[cat] = (header.strip().lower(), value)
+    return out
+
+
+class HttpApp:
+    """Maps a parsed :class:`Request` to a :class:`Response` (or a coroutine of one)."""
+
+    def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
+        self.dp = dataplane
+        extra = options.extra or {}
+        self.restricted = parse_restricted(extra.get("http_restricted_api"))
+        pattern = extra.get("http_header_forward_pattern")
+        forward = re.compile(str(pattern), re.IGNORECASE) if pattern else None
+        self.infer = InferEndpoint(dataplane, options.http_max_input_size, forward)
+        dp = dataplane
+        self.table: dict[str, Callable[..., Result]] = {
+            "infer": self.infer,
+            "generate": lambda req, *a: generate.generate(dp, req, *a),
+            "generate_stream": lambda req, *a: generate.generate_stream(dp, req, *a),
+            "model_stats": lambda req, *a: handlers.stats(dp, req, *a),
+        }
+        for name in ENDPOINTS:
+            if name not in self.table:
+                func = getattr(handlers, name)
+                self.table[name] = _bind(func, dp)
+
+    def handle(self, req: Request) -> Result:
+        if req.error is not None:
+            return error_response(*req.error)
+        found = routes.match(req.path)
+        if found is None:
+            return error_response(404, "Not Found")
+        endpoint, args = found
+        methods, category = ENDPOINTS[endpoint]
+        if req.method not in methods:
+            return error_response(405, "Method Not Allowed")
+        if self.restricted:
+            rule = self.restricted.get(category)
+            if rule is not None and req.headers.get(rule[0]) != rule[1]:
+                return error_response(403, f"This API is restricted, expecting header '{rule[0]}'")
+        try:
+            return self.table[endpoint](req, *args)
+        except NaiadError as exc:
+            return naiad_error_response(exc)
+        except Exception as exc:  # a bug must still answer the client
+            log.exception("error handling %s %s", req.method, req.path)
+            return error_response(500, f"{type(exc).__name__}: {exc}")
+
+
+def _bind(func: Callable[..., Result], dp: DataPlane) -> Callable[..., Result]:
+    def call(req: Request, *args: str) -> Result:
+        return func(dp, req, *args)
+
+    return call

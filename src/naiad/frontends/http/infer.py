@@ -1,0 +1,136 @@
+"""The ``/infer`` endpoint: decompress, decode, run, encode, compress (rest.md §5).
+
+This is the hot path: one ``json.loads`` of the header, memoryview slices for
+binary inputs, one ``json.dumps`` for the response header and memoryviews
+over the output arrays for binary outputs.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from naiad.core import datatypes
+from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.types import InferenceRequest, InferInput
+from naiad.frontends.http import compression
+from naiad.frontends.http.codec import decode_infer
+from naiad.frontends.http.encode import encode_infer
+from naiad.frontends.http.message import JSON, OCTET, Request, Response, error_response
+
+if TYPE_CHECKING:
+    from naiad.core.dataplane import DataPlane
+
+_RESERVED_HEADERS = frozenset(
+    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers",
+     "binary_data_output")
+)  # fmt: skip
+_UNSUPPORTED_ENCODING = [b"Accept-Encoding: gzip, deflate\r\n"]
+
+
+class InferEndpoint:
+    """``/infer`` with the server's limits and header-forwarding pattern bound in."""
+
+    def __init__(self, dataplane: DataPlane, limit: int, forward: re.Pattern[str] | None) -> None:
+        self.dp = dataplane
+        self.limit = limit
+        self.forward = forward
+
+    async def __call__(self, req: Request, name: str, version: str) -> Response:
+        headers = req.headers
+        body = req.body
+        encoding = headers.get("content-encoding")
+        if encoding is not None:
+            try:
+                body = compression.decompress(encoding, body, self.limit)
+            except NaiadError as exc:
+                if exc.kind.name == "UNSUPPORTED":
+                    return error_response(501, exc.message, _UNSUPPORTED_ENCODING)
+                raise
+        raw = headers.get("inference-header-content-length")
+        header_length: int | None = None
+        if raw is not None:
+            raw = raw.strip()
+            if not raw.isdigit():
+                raise InvalidArgument(f"Unable to parse inference header size, got: '{raw}'")
+            header_length = int(raw)
+        force_binary = header_length == 0
+        if force_binary:
+            request = self._decode_raw(name, version, body)
+        else:
+            request = decode_infer(name, version, body, header_length)
+        if self.forward is not None:
+            self._forward_headers(request, headers)
+        req.core = request
+        response = await self.dp.infer(request, endpoint="HTTP end point")
+        header, blobs, any_binary = encode_infer(request, response, force_binary)
+        if any_binary:
+            out = Response(
+                200,
+                [header, *blobs],
+                OCTET,
+                [b"Inference-Header-Content-Length: %d\r\n" % len(header)],
+            )
+        else:
+            out = Response(200, [header], JSON)
+        accept = headers.get("accept-encoding")
+        if accept:
+            chosen = compression.choose(accept)
+            if chosen is not None:
+                data = compression.compress(chosen, b"".join(out.body))
+                out.body = [data]
+                out.headers = (out.headers or []) + [b"Content-Encoding: %s\r\n" % chosen.encode()]
+        return out
+
+    def _forward_headers(self, request: InferenceRequest, headers: dict[str, str]) -> None:
+        assert self.forward is not None
+        for key, value in headers.items():
+            if self.forward.search(key):
+                if key in _RESERVED_HEADERS or key.startswith("triton_"):
+                    raise InvalidArgument(
+                        f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
+                    )
+                request.parameters[key] = value
+
+    def _decode_raw(self, name: str, version: str, body: bytes) -> InferenceRequest:
+        """``Inference-Header-Content-Length: 0``: the body is the single input's data."""
+        meta = self.dp.model_metadata(name, version)
+        batching = self.dp.model_config(name, version).max_batch_size > 0
+        inputs = meta["inputs"]
+        if len(inputs) != 1:
+            raise InvalidArgument(
+                "Raw request must only have 1 input (found 1) to be deduced but got "
+                f"{len(inputs)} inputs in '{name}' model configuration"
+            )
+        spec = inputs[0]
+        dt = datatypes.from_name(spec["datatype"])
+        dims = list(spec["shape"][1:] if batching else spec["shape"])
+        if dt.is_bytes:
+            if dims != [1]:
+                raise InvalidArgument(
+                    f"Raw request for BYTES input '{spec['name']}' requires dims [1] in the "
+                    f"configuration of model '{name}'"
+                )
+        else:
+            variable = [i for i, d in enumerate(dims) if d == -1]
+            if len(variable) > 1:
+                raise InvalidArgument(
+                    f"Raw request for input '{spec['name']}' of model '{name}' cannot deduce "
+                    "the shape: more than one variable dimension"
+                )
+            fixed = dt.itemsize
+            for d in dims:
+                if d != -1:
+                    fixed *= d
+            if variable:
+                if fixed == 0 or len(body) % fixed:
+                    raise InvalidArgument(
+                        f"Raw request of {len(body)} bytes does not fit input '{spec['name']}' "
+                        f"of model '{name}'"
+                    )
+                dims[variable[0]] = len(body) // fixed
+        shape = tuple(([1] if batching else []) + dims)
+        request = InferenceRequest(name, model_version=int(version) if version else None)
+        request.inputs.append(InferInput(spec["name"], dt, shape, memoryview(body)))
+        request.context = True
+        return request

@@ -1,0 +1,84 @@
+"""The stub's side of the socket: whoever waits for a message reads it.
+
+There is no reader thread to hand messages over: the thread that needs a
+message next (the main thread between batches, a thread blocked in a BLS
+call) takes the *reader role*, reads and dispatches frames until what it
+waits for has arrived, then passes the role on.  A batch therefore goes
+from the socket to ``execute`` on the main thread without a thread switch.
+Awaiting coroutines cannot read, so while any wait, a backup thread reads.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from typing import Any, Callable
+
+from triton_python_backend_utils import _wire
+from triton_python_backend_utils._link import Link
+
+Handler = Callable[[Any], None]
+
+
+class Channel:
+    def __init__(self, link: Link) -> None:
+        self.link = link
+        self.handlers: dict[int, Handler] = {}
+        self.cv = threading.Condition()
+        self._reader: int | None = None
+        self._async_waiting = 0
+        self._backup: threading.Thread | None = None
+
+    def pump_until(self, done: Callable[[], bool]) -> None:
+        """Return once ``done()``; read and dispatch frames meanwhile if nobody else does."""
+        me = threading.get_ident()
+        with self.cv:
+            while True:
+                if done():
+                    return
+                if self._reader is None:
+                    self._reader = me
+                    break
+                self.cv.wait()
+        try:
+            link = self.link
+            while not done():
+                data, fds = _wire.recv_frame(link.sock)
+                if not data:
+                    os._exit(0)  # the server went away: nothing left to serve
+                mtype, seq, body = link.decode(data, fds)
+                if mtype != _wire.SEGMENT:
+                    self.handlers[mtype](body)
+                    link.consumed(seq)
+        finally:
+            with self.cv:
+                self._reader = None
+                self.cv.notify_all()
+
+    def notify(self) -> None:
+        """Wake waiters after changing what their ``done()`` looks at."""
+        with self.cv:
+            self.cv.notify_all()
+
+    # -- coroutines waiting for messages ----------------------------------------
+
+    def async_wait_begin(self) -> None:
+        with self.cv:
+            self._async_waiting += 1
+            if self._backup is None:
+                self._backup = threading.Thread(
+                    target=self._backup_loop, name="naiad-stub-reader", daemon=True
+                )
+                self._backup.start()
+            self.cv.notify_all()
+
+    def async_wait_end(self) -> None:
+        with self.cv:
+            self._async_waiting -= 1
+
+    def _backup_loop(self) -> None:
+        while True:
+            with self.cv:
+                while not self._async_waiting:
+                    self.cv.wait()
+            self.pump_until(lambda: not self._async_waiting)

@@ -1,0 +1,232 @@
+"""Requests: the ones ``execute`` receives and the ones a model builds for BLS.
+
+One class serves both, as in Triton.  Requests the server delivers carry the
+host that answers their sender and cancellation checks; BLS requests find
+the host of the calling thread when they are executed.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from triton_python_backend_utils import _host
+from triton_python_backend_utils._errors import TritonModelException
+from triton_python_backend_utils._response import InferenceResponse, check_parameters
+from triton_python_backend_utils._tensor import Tensor
+
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
+TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
+TRITONSERVER_RESPONSE_COMPLETE_FINAL = 1
+TRITONSERVER_REQUEST_RELEASE_ALL = 1
+TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
+TRITONSERVER_MEMORY_CPU = 0
+TRITONSERVER_MEMORY_CPU_PINNED = 1
+TRITONSERVER_MEMORY_GPU = 2
+
+
+class PreferredMemory:
+    """Where a BLS caller wants outputs; naiad keeps everything on the CPU."""
+
+    def __init__(self, preferred_memory_type: int = TRITONSERVER_MEMORY_CPU, preferred_device_id: int = 0) -> None:
+        self.preferred_memory_type = preferred_memory_type
+        self.preferred_device_id = preferred_device_id
+
+
+class InferenceTrace:
+    def __init__(self, context: str | None = None) -> None:
+        self._context = context
+
+    def get_context(self) -> str | None:
+        return self._context
+
+
+class InferenceResponseSender:
+    """Sends the responses of one request, enforcing Triton's rules on flags."""
+
+    __slots__ = ("_request", "_host", "_closed", "_sent", "_held")
+
+    def __init__(self, request: InferenceRequest, host: _host.Host) -> None:
+        self._request = request
+        self._host = host
+        self._closed = False
+        self._sent = False
+        self._held: InferenceResponse | None = None
+
+    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+        if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
+            raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        if response is None and flags == 0:
+            raise TritonModelException(
+                "Inference Response object must be provided when the response flags is set to zero."
+            )
+        if self._closed:
+            raise TritonModelException("Unable to send response. Response sender has been closed.")
+        final = flags == TRITONSERVER_RESPONSE_COMPLETE_FINAL
+        if response is not None and not isinstance(response, InferenceResponse):
+            raise TritonModelException(
+                f"Expected an 'InferenceResponse' object, found type '{type(response)}'."
+            )
+        if not self._host.decoupled:
+            if response is not None and self._sent:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send more than one response."
+                )
+            if response is None and not self._sent:
+                raise TritonModelException(
+                    "Unable to send response. Non-decoupled model cannot send complete final "
+                    "before sending a response."
+                )
+            if response is not None:
+                self._sent = True
+                if not final:
+                    self._held = response  # delivered, as the one response, with FINAL
+                    return
+            else:
+                response, self._held = self._held, None
+        self._sent = self._sent or response is not None
+        if final:
+            self._closed = True
+        self._host.send(self._request, response, final)
+
+    def is_cancelled(self) -> bool:
+        return self._host.is_cancelled(self._request)
+
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
+
+class InferenceRequest:
+    """A request: received by ``execute``, or built by a model for BLS."""
+
+    def __init__(
+        self,
+        request_id: str = "",
+        correlation_id: int | str = 0,
+        inputs: list[Tensor] | None = None,
+        requested_output_names: list[str] | None = None,
+        model_name: str | None = None,
+        model_version: int = -1,
+        flags: int = 0,
+        timeout: int = 0,
+        preferred_memory: PreferredMemory | None = None,
+        trace: InferenceTrace | None = None,
+        parameters: Any = None,
+    ) -> None:
+        if model_name is None or inputs is None or requested_output_names is None:
+            raise TypeError(
+                "InferenceRequest() needs model_name, inputs and requested_output_names"
+            )
+        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
+            raise TritonModelException("Correlation ID must be integer or string")
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = list(inputs)
+        self._requested = list(requested_output_names)
+        self._model_name = model_name
+        self._model_version = int(model_version)
+        self._flags = int(flags)
+        self._timeout = int(timeout)
+        self._preferred_memory = preferred_memory or PreferredMemory()
+        self._trace = trace or InferenceTrace()
+        self._parameters = check_parameters(parameters)
+        self._host: _host.Host | None = None
+        self._handle = 0
+        self._sender: InferenceResponseSender | None = None
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+
+    @classmethod
+    def _incoming(
+        cls,
+        host: _host.Host,
+        handle: int,
+        inputs: list[Tensor],
+        requested: list[str],
+        request_id: str,
+        correlation_id: int | str,
+        flags: int,
+        timeout: int,
+        parameters: dict[str, Any],
+        model_name: str,
+        model_version: int,
+    ) -> InferenceRequest:
+        """A request the server delivered (no validation: the core did it)."""
+        self = cls.__new__(cls)
+        self._request_id = request_id
+        self._correlation_id = correlation_id
+        self._inputs = inputs
+        self._requested = requested
+        self._model_name = model_name
+        self._model_version = model_version
+        self._flags = flags
+        self._timeout = timeout
+        self._preferred_memory = PreferredMemory()
+        self._trace = InferenceTrace()
+        self._parameters = parameters
+        self._host = host
+        self._handle = handle
+        self._sender = None
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        return self
+
+    def inputs(self) -> list[Tensor]:
+        return self._inputs
+
+    def request_id(self) -> str:
+        return self._request_id
+
+    def correlation_id(self) -> int | str:
+        return self._correlation_id
+
+    def flags(self) -> int:
+        return self._flags
+
+    def set_flags(self, flags: int) -> None:
+        self._flags = int(flags)
+
+    def timeout(self) -> int:
+        return self._timeout
+
+    def model_name(self) -> str:
+        return self._model_name
+
+    def model_version(self) -> int:
+        return self._model_version
+
+    def parameters(self) -> str:
+        return json.dumps(self._parameters)
+
+    def requested_output_names(self) -> list[str]:
+        return self._requested
+
+    def trace(self) -> InferenceTrace:
+        return self._trace
+
+    def get_response_sender(self) -> InferenceResponseSender:
+        if self._host is None:
+            raise TritonModelException("A BLS request has no response sender.")
+        if self._sender is None:
+            self._sender = InferenceResponseSender(self, self._host)
+        return self._sender
+
+    def is_cancelled(self) -> bool:
+        return self._host is not None and self._host.is_cancelled(self)
+
+    def set_release_flags(self, flags: int) -> None:
+        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+            raise TritonModelException(
+                "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
+                "is not configured to handle such a flag."
+            )
+        self._release_flags = flags
+
+    def exec(self, decoupled: bool = False) -> Any:
+        """Run this request on another model now; errors come back in the response."""
+        return _host.current().bls(self, decoupled)
+
+    async def async_exec(self, decoupled: bool = False) -> Any:
+        return await _host.current().bls_async(self, decoupled)
+
+    def __repr__(self) -> str:
+        return f"InferenceRequest({self._model_name!r}, id={self._request_id!r})"

@@ -1,0 +1,238 @@
+"""The stub process: one model instance, driven by the server over a socket.
+
+Started by the server as ``python -c <bootstrap> <fd>`` (see the server's
+``naiad.backends.python.process``); it imports nothing of naiad, only this
+package and numpy, so it can run in the model's own environment.
+``python -c <bootstrap> autocomplete`` instead runs a model's static
+``auto_complete_config`` once (JSON on stdin and stdout) and exits.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import collections
+import json
+import os
+import signal
+import socket
+import sys
+import threading
+from typing import Any
+
+from triton_python_backend_utils import _host, _wire
+from triton_python_backend_utils._channel import Channel
+from triton_python_backend_utils._dtypes import NUMPY_OF
+from triton_python_backend_utils._link import Link
+from triton_python_backend_utils._request import InferenceRequest
+from triton_python_backend_utils._runner import BatchError, ModelRunner, python_error_text
+from triton_python_backend_utils._stub_host import StubHost
+from triton_python_backend_utils._tensor import Tensor
+
+
+class Stub:
+    def __init__(self, channel: Channel, init: dict[str, Any]) -> None:
+        self.channel = channel
+        self.link = channel.link
+        self.init = init
+        self.runner = ModelRunner(init["instance"], init["decoupled"], init["outputs"])
+        self.host = StubHost(channel, self.runner)
+        _host.set_default(self.host)
+        self.model_name = init["args"]["model_name"]
+        self.version = int(init["version"])
+        self.pending: collections.deque[Any] = collections.deque()
+        self.stopping = False
+        self._loop: asyncio.AbstractEventLoop | None = None
+        channel.handlers[_wire.EXECUTE] = self._on_execute
+        channel.handlers[_wire.IS_READY] = self._on_is_ready
+        channel.handlers[_wire.FINALIZE] = self._on_finalize
+
+    def start(self) -> bool:
+        """Import and initialize the model; tell the server how it went."""
+        error = None
+        try:
+            self.runner.load(self.init["model_file"], str(self.version), isolated=False)
+            self.runner.initialize(self.init["args"])
+        except BaseException as exc:
+            error = python_error_text(exc)
+        with self.link.lock:
+            has_is_ready = hasattr(self.runner.model, "is_ready")
+            self.link.send(_wire.READY, {"e": error, "pid": os.getpid(), "r": has_is_ready})
+        return error is None
+
+    def run(self) -> None:
+        """Serve batches until the server asks to finalize."""
+        has_work = self._has_work
+        while True:
+            self.channel.pump_until(has_work)
+            if self.pending:
+                self._run(self.pending.popleft())
+            elif self.stopping:
+                break
+        error = self.runner.finalize()
+        with self.link.lock:
+            self.link.send(_wire.FINALIZED, {"e": error})
+
+    def _has_work(self) -> bool:
+        return bool(self.pending) or self.stopping
+
+    # -- handlers (on the reading thread) -----------------------------------------
+
+    def _on_execute(self, body: Any) -> None:
+        self.pending.append(body)
+        self.channel.notify()
+
+    def _on_finalize(self, body: Any) -> None:
+        self.stopping = True
+        self.channel.notify()
+
+    def _on_is_ready(self, body: Any) -> None:
+        threading.Thread(target=self._answer_is_ready, args=(body["i"],), daemon=True).start()
+
+    def _answer_is_ready(self, call_id: int) -> None:
+        try:
+            value = self.runner.is_ready()
+            if asyncio.iscoroutine(value):
+                value = asyncio.run_coroutine_threadsafe(value, self._event_loop()).result()
+            reply = {"i": call_id, "v": bool(value)}
+        except Exception as exc:
+            reply = {"i": call_id, "v": False, "e": python_error_text(exc)}
+        with self.link.lock:
+            self.link.send(_wire.IS_READY_REPLY, reply)
+
+    # -- batches ------------------------------------------------------------------
+
+    def _requests(self, body: Any) -> list[InferenceRequest]:
+        tensor = self.link.tensor
+        host, name, version = self.host, self.model_name, self.version
+        out = []
+        for handle, rid, corr, flags, timeout, params, requested, inputs in body["r"]:
+            tensors = [Tensor._wrap(d[0], tensor(d, False), d[1]) for d in inputs]
+            out.append(InferenceRequest._incoming(
+                host, handle, tensors, requested, rid, corr, flags, timeout, params, name, version
+            ))
+        return out
+
+    def _run(self, body: Any) -> None:
+        batch = body["b"]
+        requests = self._requests(body)
+        runner = self.runner
+        if runner.async_execute:
+            future = asyncio.run_coroutine_threadsafe(
+                runner.execute_async(requests), self._event_loop()
+            )
+            if runner.decoupled:
+                self._done(batch, requests, None)  # the next batch may start meanwhile
+                future.add_done_callback(lambda f: self._after_async(None, requests, f))
+            else:
+                future.add_done_callback(lambda f: self._after_async(batch, requests, f))
+            return
+        try:
+            result = runner.check(runner.execute(requests), requests)
+        except BatchError as exc:
+            self._fail(batch, requests, str(exc))
+            return
+        self._done(batch, requests, result)
+
+    def _after_async(self, batch: int | None, requests: list[InferenceRequest], future: Any) -> None:
+        try:
+            result = self.runner.check(future.result(), requests)
+        except BatchError as exc:
+            self._fail(batch, requests, str(exc))
+            return
+        if batch is not None:
+            self._done(batch, requests, result)
+
+    def _done(self, batch: int, requests: list[InferenceRequest], responses: Any) -> None:
+        link = self.link
+        with link.lock:
+            body: dict[str, Any] = {"b": batch}
+            if responses is not None:
+                seq = link.next_seq
+                encoded: list[Any] = []
+                for request, response in zip(requests, responses):
+                    if response is not None:
+                        encoded.append(self.host.encode_response(response, request._requested, seq))
+                    elif request._sender is not None and request._sender.closed:
+                        encoded.append(None)
+                    else:
+                        encoded.append({"e": [1, self.runner.failed(
+                            "execute returned None for a request that was not answered through "
+                            "its response sender."
+                        )]})
+                body["r"] = encoded
+            link.send(_wire.EXEC_DONE, body)
+
+    def _fail(self, batch: int | None, requests: list[InferenceRequest], message: str) -> None:
+        if self.runner.decoupled:
+            for request in requests:
+                sender = request._sender
+                if sender is None or not sender.closed:
+                    if sender is not None:
+                        sender._closed = True
+                    self.host.send_error(request, message)
+            if batch is not None:
+                self._done(batch, requests, None)
+            return
+        with self.link.lock:
+            self.link.send(_wire.EXEC_DONE, {"b": batch, "e": message})
+
+    def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """The instance's own event loop (for ``async def`` models), on its own thread."""
+        if self._loop is None:
+            loop = asyncio.new_event_loop()
+            threading.Thread(target=loop.run_forever, name="naiad-stub-loop", daemon=True).start()
+            self._loop = loop
+        return self._loop
+
+
+def serve(fd: int) -> None:
+    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when we stop
+    sock = socket.socket(fileno=fd)
+    sock.setblocking(True)
+    data, fds = _wire.recv_frame(sock)
+    if not data:
+        os._exit(0)
+    init = json.loads(data[_wire.HEADER.size :])
+    link = Link(sock, fds[0], 1, NUMPY_OF, init.get("shm", 1 << 20))
+    os.close(fds[0])
+    stub = Stub(Channel(link), init)
+    if stub.start():
+        stub.run()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(0)
+
+
+def autocomplete() -> None:
+    """Run ``TritonPythonModel.auto_complete_config`` for the config on stdin."""
+    out = os.fdopen(os.dup(1), "w")
+    os.dup2(2, 1)  # what the model prints must not mix with our answer
+    request = json.loads(sys.stdin.read())
+    from triton_python_backend_utils._model_config import ModelConfig
+    from triton_python_backend_utils._runner import import_model
+
+    try:
+        module = import_model(request["model_file"], request["version"], isolated=False)
+        cls = getattr(module, "TritonPythonModel", None)
+        method = getattr(cls, "auto_complete_config", None)
+        if method is None:
+            answer: dict[str, Any] = {"changed": False}
+        else:
+            result = method(ModelConfig(request["config"]))
+            if not isinstance(result, ModelConfig):
+                raise TypeError(
+                    "auto_complete_config function must return a pb_utils.ModelConfig object, "
+                    f"found type '{type(result)}'"
+                )
+            answer = {"changed": True, "config": json.dumps(result.as_dict())}
+    except BaseException as exc:
+        answer = {"error": python_error_text(exc)}
+    out.write(json.dumps(answer))
+    out.flush()
+
+
+def main(argv: list[str]) -> None:
+    if argv and argv[0] == "autocomplete":
+        autocomplete()
+    else:
+        serve(int(argv[0]))

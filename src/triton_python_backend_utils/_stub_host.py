@@ -1,0 +1,195 @@
+"""The host a model sees inside a stub process: everything goes over the channel."""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from typing import Any
+
+from triton_python_backend_utils import _wire
+from triton_python_backend_utils._channel import Channel
+from triton_python_backend_utils._errors import TritonError, TritonModelException
+from triton_python_backend_utils._request import InferenceRequest
+from triton_python_backend_utils._response import InferenceResponse, ResponseIterator
+from triton_python_backend_utils._runner import ModelRunner, OutputError
+from triton_python_backend_utils._tensor import Tensor
+
+
+class _Call:
+    """A BLS or control call waiting for its answer."""
+
+    __slots__ = ("done", "value", "iterator", "segments", "loop", "future")
+
+    def __init__(self) -> None:
+        self.done = False
+        self.value: Any = None
+        self.iterator: ResponseIterator | None = None
+        self.segments: list[Any] = []
+        self.loop: asyncio.AbstractEventLoop | None = None
+        self.future: asyncio.Future[Any] | None = None
+
+
+class StubHost:
+    def __init__(self, channel: Channel, runner: ModelRunner) -> None:
+        self.channel = channel
+        self.link = channel.link
+        self.runner = runner
+        self.decoupled = runner.decoupled
+        self._ids = itertools.count(1)
+        self._calls: dict[int, _Call] = {}
+        channel.handlers[_wire.BLS_RESPONSE] = self._on_bls_response
+        channel.handlers[_wire.CONTROL_REPLY] = self._on_control_reply
+
+    # -- responses ------------------------------------------------------------
+
+    def encode_response(self, response: InferenceResponse, requested: list[str], seq: int) -> dict[str, Any]:
+        """The wire form of a response; call with ``link.lock`` held (allocates)."""
+        error = response.error()
+        if error is not None:
+            return {"e": [int(error.code()), error.message()]}
+        try:
+            tensors = self.runner.outputs(response, requested)
+        except OutputError as exc:
+            return {"e": [exc.code, exc.message]}
+        pool = self.link.pool
+        out = [_wire.put_tensor(pool, seq, t._name, t._dtype, t._array, False)[0] for t in tensors]
+        body: dict[str, Any] = {"o": out}
+        if response._parameters:
+            body["p"] = response._parameters
+        return body
+
+    def send(self, request: InferenceRequest, response: InferenceResponse | None, final: bool) -> None:
+        link = self.link
+        with link.lock:
+            body = {} if response is None else self.encode_response(
+                response, request._requested, link.next_seq
+            )
+            body["h"] = request._handle
+            body["f"] = final
+            link.send(_wire.RESPONSE, body)
+
+    def send_error(self, request: InferenceRequest, message: str) -> None:
+        with self.link.lock:
+            self.link.send(_wire.RESPONSE, {"h": request._handle, "f": True, "e": [1, message]})
+
+    def is_cancelled(self, request: InferenceRequest) -> bool:
+        return bool(self.model_control("cancelled", h=request._handle))
+
+    def log(self, level: int, message: str) -> None:
+        with self.link.lock:
+            self.link.send(_wire.LOG, {"l": level, "m": message})
+
+    # -- calls to the server ------------------------------------------------------
+
+    def _start(
+        self, mtype: int, body: dict[str, Any], call: _Call, inputs: list[Tensor] | None = None
+    ) -> int:
+        link = self.link
+        with link.lock:
+            call_id = next(self._ids)
+            seq = link.next_seq
+            descs = []
+            for tensor in inputs or ():
+                desc, seg = _wire.put_tensor(link.pool, seq, tensor._name, tensor._dtype, tensor._array, True)
+                descs.append(desc)
+                if seg is not None:
+                    call.segments.append(seg)
+            body["i"] = call_id
+            if inputs:
+                body["in"] = descs
+            self._calls[call_id] = call
+            link.send(mtype, body)
+        return call_id
+
+    def _bls_body(self, request: InferenceRequest, decoupled: bool) -> dict[str, Any]:
+        return {
+            "d": decoupled, "m": request._model_name, "v": request._model_version,
+            "id": request._request_id, "c": request._correlation_id, "fl": request._flags,
+            "t": request._timeout, "p": request._parameters, "ro": request._requested,
+        }
+
+    def bls(self, request: InferenceRequest, decoupled: bool) -> Any:
+        call = _Call()
+        if decoupled:
+            call.iterator = ResponseIterator(wait=self.channel.pump_until)
+        call_id = self._start(_wire.BLS, self._bls_body(request, decoupled), call, request._inputs)
+        if decoupled:
+            assert call.iterator is not None
+            call.iterator._cancel = lambda: self._cancel(call_id)
+            return call.iterator
+        self.channel.pump_until(lambda: call.done)
+        return call.value
+
+    async def bls_async(self, request: InferenceRequest, decoupled: bool) -> Any:
+        call = _Call()
+        call.loop = asyncio.get_running_loop()
+        call.future = call.loop.create_future()
+        if decoupled:
+            call.iterator = ResponseIterator()
+        self.channel.async_wait_begin()
+        call_id = self._start(_wire.BLS, self._bls_body(request, decoupled), call, request._inputs)
+        if call.iterator is not None:
+            call.iterator._cancel = lambda: self._cancel(call_id)
+        return await call.future
+
+    def _cancel(self, call_id: int) -> None:
+        with self.link.lock:
+            self.link.send(_wire.BLS_CANCEL, {"i": call_id})
+
+    def model_control(self, op: str, **kwargs: Any) -> Any:
+        call = _Call()
+        body = {"op": op, **kwargs}
+        if "files" in body:
+            body["files"] = {k: v.hex() if isinstance(v, bytes) else v for k, v in body["files"].items()}
+        self._start(_wire.CONTROL, body, call)
+        self.channel.pump_until(lambda: call.done)
+        ok, value = call.value
+        if not ok:
+            raise TritonModelException(value)
+        return value
+
+    # -- answers (run on whichever thread reads) --------------------------------
+
+    def _finish(self, call: _Call, value: Any) -> None:
+        if call.segments:
+            with self.link.lock:
+                for seg in call.segments:
+                    self.link.pool.release(seg)
+        call.value = value
+        if call.future is not None:
+            assert call.loop is not None
+            self.channel.async_wait_end()
+            call.loop.call_soon_threadsafe(_resolve, call.future, value)
+        call.done = True
+        self.channel.notify()
+
+    def _on_bls_response(self, body: dict[str, Any]) -> None:
+        call = self._calls[body["i"]]
+        final = body["f"]
+        error = body.get("e")
+        if error is not None:
+            response = InferenceResponse(error=TritonError(error[1], error[0]))
+        else:
+            tensor = self.link.tensor
+            outputs = [Tensor._wrap(d[0], tensor(d, True), d[1]) for d in body.get("o", ())]
+            response = InferenceResponse(outputs, parameters=body.get("p"))
+        if call.iterator is None:
+            del self._calls[body["i"]]
+            self._finish(call, response)
+            return
+        call.iterator._put(response, final)
+        if final:
+            del self._calls[body["i"]]
+            self._finish(call, call.iterator)
+        elif call.future is None:
+            self.channel.notify()
+
+    def _on_control_reply(self, body: dict[str, Any]) -> None:
+        call = self._calls.pop(body["i"])
+        self._finish(call, (body.get("e") is None, body.get("e") or body.get("v")))
+
+
+def _resolve(future: asyncio.Future[Any], value: Any) -> None:
+    if not future.done():
+        future.set_result(value)
+

@@ -1,0 +1,111 @@
+"""``pb_utils.Tensor``: a named numpy array (CPU), with DLPack in and out."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from triton_python_backend_utils._dtypes import TYPE_BF16, TYPE_BYTES, numpy_to_triton_type
+from triton_python_backend_utils._errors import TritonModelException
+
+_KDL_CPU = 1
+
+
+class _Capsule:
+    """Lets ``np.from_dlpack`` take a bare DLPack capsule (a CPU tensor)."""
+
+    def __init__(self, capsule: Any) -> None:
+        self._capsule = capsule
+
+    def __dlpack__(self, stream: Any = None, **_: Any) -> Any:
+        return self._capsule
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_KDL_CPU, 0)
+
+
+class Tensor:
+    """An input, output or BLS tensor; ``as_numpy()`` returns the array itself."""
+
+    __slots__ = ("_name", "_array", "_dtype")
+
+    def __init__(self, name: str, numpy_array: Any, *, _dtype: int | None = None) -> None:
+        if not isinstance(name, str) or not name:
+            raise TritonModelException("Tensor name cannot be an empty string.")
+        array = numpy_array if isinstance(numpy_array, np.ndarray) else np.asarray(numpy_array)
+        if _dtype is None:
+            if array.dtype.kind == "U":
+                array = np.vectorize(lambda s: s.encode("utf-8"), otypes=[np.object_])(array)
+            code = numpy_to_triton_type(array.dtype)
+            if code is None:
+                raise TritonModelException(
+                    f"Unsupported numpy type '{array.dtype}' for tensor '{name}'."
+                )
+            if array.dtype.kind == "S":
+                array = array.astype(np.object_)
+            _dtype = code
+        if not array.flags.c_contiguous:
+            array = np.ascontiguousarray(array)
+        self._name = name
+        self._array = array
+        self._dtype = _dtype
+
+    @classmethod
+    def _wrap(cls, name: str, array: np.ndarray, dtype: int) -> Tensor:
+        """A tensor over an array the server delivered (no checks, no copy)."""
+        self = cls.__new__(cls)
+        self._name = name
+        self._array = array
+        self._dtype = dtype
+        return self
+
+    def name(self) -> str:
+        return self._name
+
+    def as_numpy(self) -> np.ndarray:
+        if self._dtype == TYPE_BF16:
+            raise TritonModelException(
+                "Tensor dtype BF16 is not supported by numpy; use to_dlpack() instead."
+            )
+        return self._array
+
+    def shape(self) -> list[int]:
+        return list(self._array.shape)
+
+    def triton_dtype(self) -> int:
+        return self._dtype
+
+    def is_cpu(self) -> bool:
+        return True
+
+    def to_dlpack(self) -> Any:
+        if self._dtype == TYPE_BYTES:
+            raise TritonModelException("DLPack does not support BYTES tensors.")
+        return self._array.__dlpack__()
+
+    def __dlpack__(self, stream: Any = None, **kwargs: Any) -> Any:
+        return self.to_dlpack()
+
+    def __dlpack_device__(self) -> tuple[int, int]:
+        return (_KDL_CPU, 0)
+
+    @staticmethod
+    def from_dlpack(name: str, capsule: Any) -> Tensor:
+        """A tensor over a DLPack capsule or any object with ``__dlpack__`` (CPU only)."""
+        source = capsule if hasattr(capsule, "__dlpack__") else _Capsule(capsule)
+        if hasattr(source, "__dlpack_device__") and source.__dlpack_device__()[0] != _KDL_CPU:
+            raise TritonModelException("naiad's Python backend supports CPU tensors only.")
+        try:
+            array = np.from_dlpack(source)
+        except (TypeError, BufferError, RuntimeError) as exc:
+            raise TritonModelException(f"Failed to convert DLPack tensor: {exc}") from None
+        if not array.flags.c_contiguous:
+            raise TritonModelException(
+                "DLPack tensor is not contiguous. Only contiguous DLPack tensors that are stored "
+                "in C-Order are supported."
+            )
+        return Tensor(name, array)
+
+    def __repr__(self) -> str:
+        return f"Tensor({self._name!r}, dtype={self._dtype}, shape={self.shape()})"

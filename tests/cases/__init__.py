@@ -1,0 +1,1 @@
+"""Protocol test cases shared by the HTTP and gRPC frontends (data, not tests)."""
