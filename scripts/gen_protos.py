@@ -45,7 +45,9 @@ def _module_package(proto_dir: str) -> str:
 
 def _declares_service(proto: Path) -> bool:
     """Whether a ``.proto`` declares a gRPC service (then gRPC stubs are generated too)."""
-    return re.search(r"^service\s", proto.read_text(encoding="utf-8"), flags=re.MULTILINE) is not None
+    return (
+        re.search(r"^service\s", proto.read_text(encoding="utf-8"), flags=re.MULTILINE) is not None
+    )
 
 
 def _rewrite(text: str, packages: dict[str, str]) -> str:
@@ -56,7 +58,9 @@ def _rewrite(text: str, packages: dict[str, str]) -> str:
         f"from {POOL_MODULE} import POOL as _naiad_pool\n",
         1,
     )
-    text = text.replace("_descriptor_pool.Default().AddSerializedFile(", "_naiad_pool.AddSerializedFile(")
+    text = text.replace(
+        "_descriptor_pool.Default().AddSerializedFile(", "_naiad_pool.AddSerializedFile("
+    )
 
     def package_import(match: re.Match[str]) -> str:
         module = match.group(1)

@@ -48,6 +48,31 @@ def _backend_config(values: list[str]) -> dict[str, dict[str, str]]:
     return out
 
 
+def _resource(text: str) -> str:
+    """A ``--rate-limit-resource`` value, checked early for a clear message."""
+    from naiad.scheduling.rate_limiter import ResourceLimit
+
+    try:
+        ResourceLimit.parse(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _cache_config(values: list[str], byte_size: int | None) -> dict[str, dict[str, str]]:
+    """``--cache-config=local,size=N`` entries by cache (plus the legacy byte-size flag)."""
+    out: dict[str, dict[str, str]] = {}
+    for item in values:
+        cache, sep, setting = item.partition(",")
+        key, eq, value = setting.partition("=")
+        if not sep or not eq:
+            raise SystemExit(f"naiad: --cache-config expects <cache>,<key>=<value>, got '{item}'")
+        out.setdefault(cache, {})[key] = value
+    if byte_size:
+        out.setdefault("local", {})["size"] = str(byte_size)
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="naiad", description=__doc__)
     parser.add_argument("--version", action="version", version=f"naiad {__version__}")
@@ -67,6 +92,9 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-grpc", True, "serve gRPC")
     _flag(serve, "--allow-metrics", True, "serve Prometheus metrics")
     serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
+    _flag(serve, "--allow-client-shm", True, "let clients register system and CUDA shared "
+          "memory (Triton's newest default is false; naiad's is true, for older clients "
+          "and perf_analyzer --shared-memory)")
     serve.add_argument("--model-control-mode", choices=("none", "poll", "explicit"),
                        default="none")
     serve.add_argument("--load-model", action="append", default=[], metavar="NAME",
@@ -88,6 +116,20 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--backend-config", action="append", default=[],
                        metavar="BACKEND,KEY=VALUE")
     serve.add_argument("--id", default="triton", help="server id reported by server metadata")
+    serve.add_argument("--rate-limit", choices=("off", "execution_count"), default="off",
+                       help="execute an instance only when its group's rate_limiter "
+                       "resources are free")
+    serve.add_argument("--rate-limit-resource", action="append", default=[], type=_resource,
+                       metavar="NAME:COUNT[:DEVICE]", help="size of a rate-limiter resource "
+                       "(default: the largest count any instance needs)")
+    serve.add_argument("--cache-config", action="append", default=[], metavar="CACHE,KEY=VALUE",
+                       help="response cache, e.g. local,size=1048576")
+    serve.add_argument("--response-cache-byte-size", type=int, default=None,
+                       help="deprecated: same as --cache-config local,size=N")
+    serve.add_argument("--max-queued-requests", type=int, default=0, metavar="N",
+                       help="answer UNAVAILABLE when the server holds N requests (queued or "
+                       "executing); 0 = unlimited.  Per model: config parameter "
+                       "naiad.max_queued_requests")
 
     check = sub.add_parser("check", help="validate a model repository and print every problem")
     check.add_argument("repositories", nargs="+", metavar="REPO")
@@ -118,6 +160,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         allow_http=args.allow_http,
         allow_grpc=args.allow_grpc,
         allow_metrics=args.allow_metrics,
+        allow_client_shm=args.allow_client_shm,
         log_verbose=args.log_verbose,
         log_info=args.log_info,
         log_warning=args.log_warning,
@@ -126,6 +169,10 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         log_file=args.log_file,
         backend_config=_backend_config(args.backend_config),
         server_id=args.id,
+        rate_limit=args.rate_limit,
+        rate_limit_resources=tuple(args.rate_limit_resource),
+        cache_config=_cache_config(args.cache_config, args.response_cache_byte_size),
+        max_queued_requests=args.max_queued_requests,
     )
 
 

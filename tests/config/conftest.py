@@ -1,16 +1,10 @@
-"""Shared helpers for the config tests: the corpus and model directories."""
+"""Fixtures for the config tests."""
 
 from __future__ import annotations
 
 from pathlib import Path
 
 import pytest
-
-CORPUS = Path(__file__).parent / "corpus"
-
-
-def corpus_files() -> list[Path]:
-    return sorted(CORPUS.glob("*.pbtxt"))
 
 
 @pytest.fixture

@@ -46,7 +46,10 @@ def test_name_is_optional():
     [
         ({"max_batch_sizes": 1}, "max_batch_sizes"),
         ({"input": [{"name": "x", "bogus": 1}]}, "input[0].bogus"),
-        ({"dynamic_batching": {"preferred_batch_sise": [1]}}, "dynamic_batching.preferred_batch_sise"),
+        (
+            {"dynamic_batching": {"preferred_batch_sise": [1]}},
+            "dynamic_batching.preferred_batch_sise",
+        ),
     ],
 )
 def test_unknown_fields_rejected_naming_the_field(data, field):
@@ -73,7 +76,7 @@ def test_bad_values_rejected(data, field):
 
 
 def test_round_trip_through_rendered_json(tmp_path):
-    from conftest import corpus_files
+    from _corpus_files import corpus_files
 
     for path in corpus_files():
         config = parse_config_text(path.read_text(), str(path))

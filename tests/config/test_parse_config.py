@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from conftest import corpus_files
+from _corpus_files import corpus_files
 
 from naiad.config import ConfigError, ModelConfig, parse_config_text, read_model_config
 from naiad.core.errors import InvalidArgument, Kind

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from conftest import CORPUS
+from _corpus_files import CORPUS
 
 from naiad.config import (
     ModelConfig,
@@ -100,7 +100,9 @@ def test_dynamic_batching_example(tmp_path: Path) -> None:
     assert keys.index("optimization") + 1 == keys.index("dynamic_batching")
     assert keys.index("dynamic_batching") + 1 == keys.index("instance_group")
     text = config_to_json(config)
-    assert '"dynamic_batching":{"preferred_batch_size":[8],"max_queue_delay_microseconds":0,' in text
+    assert (
+        '"dynamic_batching":{"preferred_batch_size":[8],"max_queue_delay_microseconds":0,' in text
+    )
 
 
 def test_add_sub_python_example(tmp_path: Path) -> None:
@@ -122,7 +124,9 @@ def test_add_sub_python_example(tmp_path: Path) -> None:
 def test_compact_separators() -> None:
     text = config_to_json(ModelConfig(name="m"))
     assert ": " not in text and ", " not in text
-    assert text.startswith('{"name":"m","platform":"","backend":"","runtime":"","max_batch_size":0,')
+    assert text.startswith(
+        '{"name":"m","platform":"","backend":"","runtime":"","max_batch_size":0,'
+    )
 
 
 def _corpus(name: str) -> dict:
@@ -137,7 +141,10 @@ def test_int64_paths_cover_every_listed_field() -> None:
 def test_sequence_rendering_and_initial_state_quirk() -> None:
     sequence = _corpus("sequence_all_controls")["sequence_batching"]
     assert sequence["max_sequence_idle_microseconds"] == 5000000
-    assert sequence["direct"] == {"max_queue_delay_microseconds": 100, "minimum_slot_utilization": 0.5}
+    assert sequence["direct"] == {
+        "max_queue_delay_microseconds": 100,
+        "minimum_slot_utilization": 0.5,
+    }
     assert "oldest" not in sequence
     assert sequence["control_input"][0] == {
         "name": "START",
@@ -203,7 +210,11 @@ def test_optimization_rendering_keeps_graph_spec_and_device_id_strings() -> None
 
 def test_warmup_ensemble_and_version_numbers() -> None:
     warmup = _corpus("warmup")["model_warmup"][0]
-    assert warmup["inputs"]["INPUT__1"] == {"data_type": "TYPE_INT64", "dims": [2], "random_data": True}
+    assert warmup["inputs"]["INPUT__1"] == {
+        "data_type": "TYPE_INT64",
+        "dims": [2],
+        "random_data": True,
+    }
     assert warmup["inputs"]["INPUT__2"]["input_data_file"] == "raw_string"
     assert (warmup["batch_size"], warmup["count"]) == (4, 2)
     ensemble = _corpus("ensemble_image")["ensemble_scheduling"]

@@ -124,6 +124,7 @@ def locate(text: str, path: str) -> int | None:
                 return found[0].key_line if best is None else max(best, found[0].key_line)
             best, entries = chosen.line, chosen.children
             if _is_map_entry(chosen):
+                best = next(c.line for c in chosen.children if c.name == "key")
                 entries = _map_value_children(chosen)
         else:
             best, entries = found[0].key_line, found[0].children

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import __version__
 from naiad.backends.registry import BackendRegistry
+from naiad.core.cache import cache_from_config, uses_cache
 from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.loader import ModelLoader
 from naiad.core.outputs import finish_response
 from naiad.core.registry import ModelRegistry, ModelState, ModelVersion, parse_version
 from naiad.core.settings import LogSettings, TraceSettings
+from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.core.validation import validate_request
 from naiad.repository import RepositoryScan, scan
@@ -60,8 +62,8 @@ class DataPlane:
         self.started = False
         self.stopping = False
         self._scan = RepositoryScan()
-        # Shared-memory regions arrive with the shared-memory issue.
-        self.shm: Any = None
+        self.cache = cache_from_config(options.cache_config)
+        self.shm = SharedMemoryManager(allow_client=options.allow_client_shm)
 
     # -- lifecycle -----------------------------------------------------------
 
@@ -99,6 +101,7 @@ class DataPlane:
             except asyncio.TimeoutError:
                 log.warning("exit timeout expired with requests still in flight")
         await asyncio.gather(*(self.loader.unload(name) for name in list(self.registry.models)))
+        self.shm.close()
 
     def _versions(self) -> list[ModelVersion]:
         return [mv for e in self.registry.models.values() for mv in e.versions.values()]
@@ -235,6 +238,18 @@ class DataPlane:
         if scheduler is None:
             raise Unavailable(f"model '{mv.name}' version {mv.version} has no scheduler")
         request.queue_start_ns = time.monotonic_ns()
+        if scheduler.admission is not None:
+            scheduler.admission.enter(request)  # UNAVAILABLE at once when full
+        cache = self.cache
+        if cache is not None:
+            use = mv.extra.get("use_cache")
+            if use is None:
+                use = mv.extra["use_cache"] = mv.config is not None and uses_cache(mv.config)
+            if use:
+                scheduler.in_flight += 1  # a hit completes through the sink right here
+                if cache.answer(mv.name, mv.version, request, mv.stats):
+                    return
+                scheduler.in_flight -= 1
         scheduler.enqueue(request)
 
     def _completion(self, request: InferenceRequest, mv: ModelVersion, deliver: Any) -> Any:
@@ -245,11 +260,13 @@ class DataPlane:
         name = mv.name
         version = mv.version
         count = [0]
+        # Pins the regions the outputs go to until the final response (unregister waits).
+        lease = self.shm.lease(request)
 
         def complete(response: InferenceResponse) -> None:
             if response.error is None:
                 try:
-                    finish_response(request, response, signature, labels, self._write_shm)
+                    finish_response(request, response, signature, labels, lease.write)
                 except NaiadError as exc:
                     response = InferenceResponse(error=exc, final=response.final)
             response.model_name = name
@@ -259,6 +276,7 @@ class DataPlane:
             count[0] += 1
             now = time.monotonic_ns()
             if response.final:
+                lease.release()
                 if response.error is None:
                     stats.record_success(now - request.arrival_ns, request.queue_ns)
                 else:
@@ -273,13 +291,9 @@ class DataPlane:
         return complete
 
     def _read_shm(self, ref: Any) -> Any:
-        if self.shm is None:
-            raise Unsupported("shared memory is not supported")
         return self.shm.read(ref)
 
     def _write_shm(self, ref: Any, tensor: Any) -> None:
-        if self.shm is None:
-            raise Unsupported("shared memory is not supported")
         self.shm.write(ref, tensor)
 
     # -- statistics --------------------------------------------------------------
@@ -352,17 +366,24 @@ class DataPlane:
         self._check_model_control()
         await self.loader.unload(name)
 
-    # -- shared memory (until the shared-memory issue) -----------------------
+    # -- shared memory ------------------------------------------------------------
 
     def shm_status(self, kind: str, name: str = "") -> list[dict[str, Any]]:
-        if name:
-            raise Unsupported(f"{kind} shared memory is not supported yet")
-        return []
+        """Regions of ``kind`` ("system" or "cuda") in the REST status shape."""
+        return self.shm.status(kind, name)
 
-    def shm_register(self, kind: str, name: str, **_: Any) -> None:
-        raise Unsupported(f"{kind} shared memory is not supported yet")
+    def shm_register(self, kind: str, name: str, **fields: Any) -> None:
+        """Register a region: ``key, offset, byte_size`` (system) or
+        ``raw_handle, device_id, byte_size`` (cuda, ``raw_handle`` the 64 raw bytes)."""
+        if kind == "cuda":
+            self.shm.register_cuda(
+                name, fields["raw_handle"], fields["device_id"], fields["byte_size"]
+            )
+        else:
+            self.shm.register_system(
+                name, fields["key"], fields.get("offset", 0), fields["byte_size"]
+            )
 
     def shm_unregister(self, kind: str, name: str = "") -> None:
-        if name:
-            return None
-        return None
+        """Unregister ``name`` (unknown: no-op), or every region of ``kind`` when empty."""
+        self.shm.unregister(kind, name)

@@ -15,11 +15,13 @@ from typing import TYPE_CHECKING, Any
 
 from naiad import config as cfg
 from naiad.backends.base import InstanceSpec, LoadContext
+from naiad.config import model_config_pb2 as pb
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
 from naiad.core.signature import Signature
+from naiad.core.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
-from naiad.scheduling import DefaultScheduler
+from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
 
 if TYPE_CHECKING:
     from naiad.backends.registry import BackendRegistry
@@ -35,8 +37,7 @@ def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
     """One spec per instance: ``count`` per listed GPU for GPU groups, else ``count``."""
     specs: list[InstanceSpec] = []
     for group in config.instance_group:
-        kind_name = cfg.ModelConfig.DESCRIPTOR.fields_by_name["instance_group"].message_type
-        kind = kind_name.enum_types_by_name["Kind"].values_by_number[group.kind].name
+        kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
         devices = list(group.gpus) if kind == "KIND_GPU" else [0]
         index = 0
         for device in devices:
@@ -69,6 +70,13 @@ class ModelLoader:
         self.backends = backends
         self.options = options
         self.services = services
+        # Server-wide scheduling state, shared by every model this loader loads.
+        self.rate_limiter = (
+            RateLimiter(ResourceLimit.parse(r) for r in options.rate_limit_resources)
+            if options.rate_limit == "execution_count"
+            else None
+        )
+        self.admission = AdmissionControl(options.max_queued_requests)
 
     # -- configuration -----------------------------------------------------
 
@@ -106,7 +114,7 @@ class ModelLoader:
             preferred_kind=backend.preferred_instance_kind() if backend else "KIND_CPU",
             default_cpu_count=backend.default_cpu_instance_count() if backend else 1,
         )
-        cfg.validate(config, path=path, text=text)
+        cfg.validate(config, path=path, text=text, gpus=self.options.gpus)
         if backend is not None:
             backend.validate(config, source.path)
         return config
@@ -208,8 +216,23 @@ class ModelLoader:
         for spec in specs:
             instance = await asyncio.to_thread(backend.create_instance, ctx, spec)
             mv.instances.append(instance)
-        active = [i for i, s in zip(mv.instances, specs) if not s.passive] or mv.instances
-        mv.scheduler = DefaultScheduler(active, mv.stats, decoupled=mv.signature.decoupled)
+        pairs = [(i, s) for i, s in zip(mv.instances, specs, strict=True) if not s.passive]
+        pairs = pairs or list(zip(mv.instances, specs, strict=True))
+        try:
+            if config.model_warmup:  # every instance, before the version is READY
+                await warm_up(config, mv.signature, ctx.model_dir, mv.instances)
+            mv.scheduler = make_scheduler(
+                config,
+                [i for i, _ in pairs],
+                [s for _, s in pairs],
+                mv.stats,
+                decoupled=mv.signature.decoupled,
+                rate_limiter=self.rate_limiter,
+                admission=self.admission,
+            )
+        except BaseException:
+            await self.unload_version(mv, reason="failed to load")
+            raise
         mv.state = ModelState.READY
 
     async def unload_version(self, mv: ModelVersion, *, reason: str = "unloaded") -> None:

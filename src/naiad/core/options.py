@@ -33,6 +33,10 @@ class ServerOptions:
     allow_http: bool = True
     allow_grpc: bool = True
     allow_metrics: bool = True
+    #: ``--allow-client-shm``: clients may register shared memory.  Triton's newest
+    #: default is false; naiad's is true so older clients and perf_analyzer
+    #: ``--shared-memory`` work out of the box.
+    allow_client_shm: bool = True
     log_verbose: int = 0
     log_info: bool = True
     log_warning: bool = True
@@ -43,4 +47,12 @@ class ServerOptions:
     #: GPU ids the server may use; empty on a CPU-only machine.
     gpus: tuple[int, ...] = ()
     server_id: str = "triton"
+    # Scheduling (see naiad.scheduling): --rate-limit off | execution_count,
+    # --rate-limit-resource entries "<name>:<count>[:<device>]", the response
+    # cache (--cache-config local,size=N) and the server-wide admission limit
+    # of queued plus executing requests (0 = unlimited).
+    rate_limit: str = "off"
+    rate_limit_resources: tuple[str, ...] = ()
+    cache_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    max_queued_requests: int = 0
     extra: dict[str, object] = field(default_factory=dict)

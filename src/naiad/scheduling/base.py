@@ -3,6 +3,13 @@
 A scheduler owns its queue and calls the backend; the core hands it
 validated requests whose ``response_sink`` already does the core's part
 (output shaping, statistics, delivery to the frontend).
+
+A subclass keeps the queue: ``enqueue`` stores a request and calls
+``pump``; ``has_work`` says whether a batch could be formed now and
+``take_batch`` forms it.  The base class owns the idle instances, the rate
+limiter's slots (an instance asks for its resources only when there is work,
+and forms its batch once they are granted, so the batch holds everything that
+arrived meanwhile), the worker threads and the completion of batches.
 """
 
 from __future__ import annotations
@@ -10,6 +17,7 @@ from __future__ import annotations
 import abc
 import asyncio
 import time
+from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING
 
@@ -19,6 +27,8 @@ from naiad.core.types import InferenceRequest, InferenceResponse
 if TYPE_CHECKING:
     from naiad.backends.base import ModelInstance
     from naiad.core.stats import ModelStats
+    from naiad.scheduling.admission import ModelAdmission
+    from naiad.scheduling.rate_limiter import InstanceSlot
 
 
 class Scheduler(abc.ABC):
@@ -30,20 +40,40 @@ class Scheduler(abc.ABC):
         stats: ModelStats,
         *,
         decoupled: bool = False,
+        slots: Sequence[InstanceSlot | None] | None = None,
+        admission: ModelAdmission | None = None,
     ) -> None:
         self.instances = instances
         self.stats = stats
         self.decoupled = decoupled
+        #: Checked by the core before ``enqueue``; released in ``request_done``.
+        self.admission = admission
         self._loop = asyncio.get_running_loop()
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, len(instances)), thread_name_prefix="naiad-instance"
         )
+        self._idle: list[ModelInstance] = list(reversed(instances))
+        self._slots: dict[int, InstanceSlot] = {}
+        if slots is not None:
+            for instance, slot in zip(instances, slots, strict=False):
+                if slot is not None:
+                    self._slots[id(instance)] = slot
+        self._acquiring = False
+        self._closed = False
         self.in_flight = 0
         self._idle_event: asyncio.Event | None = None
 
     @abc.abstractmethod
     def enqueue(self, request: InferenceRequest) -> None:
         """Accept a validated request; its responses go to ``request.response_sink``."""
+
+    @abc.abstractmethod
+    def has_work(self) -> bool:
+        """Whether a batch is ready to run now."""
+
+    @abc.abstractmethod
+    def take_batch(self) -> list[InferenceRequest]:
+        """Remove and return the next batch (empty when nothing is ready after all)."""
 
     async def drain(self) -> None:
         """Wait until every accepted request has been answered."""
@@ -52,9 +82,46 @@ class Scheduler(abc.ABC):
             await self._idle_event.wait()
 
     def close(self) -> None:
+        self._closed = True
+        for slot in self._slots.values():
+            slot.close()
         self._executor.shutdown(wait=False, cancel_futures=True)
 
-    # -- running a batch -------------------------------------------------
+    # -- dispatch --------------------------------------------------------------
+
+    def pump(self) -> None:
+        """Start batches on idle instances while there is work."""
+        while self._idle and not self._acquiring and self.has_work():
+            instance = self._idle.pop()
+            slot = self._slots.get(id(instance))
+            if slot is None:
+                self._start(instance)
+                continue
+            self._acquiring = True
+            slot.acquire(lambda instance=instance: self._granted(instance))  # type: ignore[misc]
+
+    def _granted(self, instance: ModelInstance) -> None:
+        self._acquiring = False
+        if self._closed:
+            self._slots[id(instance)].release()
+            return
+        self._start(instance)
+        self.pump()
+
+    def _start(self, instance: ModelInstance) -> None:
+        batch = self.take_batch() if self.has_work() else []
+        if batch:
+            self.run_batch(instance, batch)
+        else:
+            self._release(instance)
+
+    def _release(self, instance: ModelInstance) -> None:
+        slot = self._slots.get(id(instance))
+        if slot is not None:
+            slot.release()
+        self._idle.append(instance)
+
+    # -- running a batch -------------------------------------------------------
 
     def run_batch(self, instance: ModelInstance, batch: list[InferenceRequest]) -> None:
         """Execute ``batch`` on ``instance`` without blocking the loop.
@@ -107,7 +174,7 @@ class Scheduler(abc.ABC):
                         f"for {len(batch)} requests"
                     )
                 else:
-                    for request, response in zip(batch, responses):
+                    for request, response in zip(batch, responses, strict=True):
                         if response is not None:
                             self._answer(request, response)
         if error is not None:
@@ -123,9 +190,13 @@ class Scheduler(abc.ABC):
     def request_done(self) -> None:
         """Book-keeping when a request has its final response (called by the core)."""
         self.in_flight -= 1
+        if self.admission is not None:
+            self.admission.leave()
         if not self.in_flight and self._idle_event is not None:
             self._idle_event.set()
 
-    @abc.abstractmethod
     def on_instance_free(self, instance: ModelInstance) -> None:
         """``instance`` finished a batch and may take the next one."""
+        self._release(instance)
+        if not self._closed:
+            self.pump()

@@ -252,7 +252,7 @@ def json_to_array(data: Any, dt: DataType, count: int, name: str) -> np.ndarray:
     if target == "b":
         ok = kind == "b"
     elif target in _INT_KINDS:
-        if kind == "O":  # Python ints beyond int64 mixed with others: numpy checks ranges
+        if kind in "Of":  # ints beyond int64 made numpy pick object or float: be exact
             flat: list[Any] = []
             _flatten(data, flat)
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
