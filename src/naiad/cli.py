@@ -16,6 +16,7 @@ from pathlib import Path
 
 from naiad._version import __version__
 from naiad.core.options import ServerOptions
+from naiad.repository.sources import is_url
 
 log = logging.getLogger("naiad")
 
@@ -73,6 +74,48 @@ def _cache_config(values: list[str], byte_size: int | None) -> dict[str, dict[st
     return out
 
 
+def _metrics_config(values: list[str]) -> dict[str, str]:
+    """``--metrics-config key=value`` entries, checked here for a clear message."""
+    from naiad.metrics import MetricsConfig
+
+    out: dict[str, str] = {}
+    for item in values:
+        key, eq, value = item.partition("=")
+        if not eq:
+            raise SystemExit(f"naiad: --metrics-config expects <key>=<value>, got '{item}'")
+        out[key.strip()] = value.strip()
+    try:
+        MetricsConfig.parse(out)
+    except ValueError as exc:
+        raise SystemExit(f"naiad: {exc}") from None
+    return out
+
+
+def _trace_config(args: argparse.Namespace) -> dict[str, dict[str, str]]:
+    """``--trace-config [mode,]key=value`` entries by mode ("" = global), plus the
+    deprecated ``--trace-*`` flags; repeated ``level`` values accumulate."""
+    out: dict[str, dict[str, str]] = {}
+    entries = list(args.trace_config)
+    for flag, key in (("trace_file", "triton,file"), ("trace_rate", "rate"),
+                      ("trace_count", "count"), ("trace_log_frequency", "triton,log-frequency")):
+        if getattr(args, flag) is not None:
+            entries.insert(0, f"{key}={getattr(args, flag)}")
+    entries[:0] = [f"level={level}" for level in args.trace_level]
+    for item in entries:
+        head, eq, value = item.partition("=")
+        mode, comma, key = head.rpartition(",")
+        if not eq or not key or (comma and mode not in ("triton", "opentelemetry")):
+            raise SystemExit(f"naiad: --trace-config expects [<mode>,]<key>=<value>, got '{item}'")
+        section = out.setdefault(mode, {})
+        if not mode and key == "level" and "level" in section:
+            section["level"] += "," + value
+        elif mode == "opentelemetry" and key == "resource" and "resource" in section:
+            section["resource"] += "," + value
+        else:
+            section[key] = value
+    return out
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="naiad", description=__doc__)
     parser.add_argument("--version", action="version", version=f"naiad {__version__}")
@@ -80,7 +123,8 @@ def build_parser() -> argparse.ArgumentParser:
 
     serve = sub.add_parser("serve", help="serve one or more model repositories")
     serve.add_argument("--model-repository", "--model-store", action="append", default=[],
-                       metavar="PATH", help="model repository (repeatable); default: "
+                       metavar="PATH", help="model repository folder or URL: s3://, gs://, "
+                       "as://, any fsspec URL (repeatable); default: "
                        f"./{DEFAULT_REPOSITORY}")
     serve.add_argument("--http-address", default="0.0.0.0")
     serve.add_argument("--http-port", type=int, default=8000)
@@ -91,6 +135,23 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-http", True, "serve HTTP/REST")
     _flag(serve, "--allow-grpc", True, "serve gRPC")
     _flag(serve, "--allow-metrics", True, "serve Prometheus metrics")
+    _flag(serve, "--allow-cpu-metrics", True, "report CPU utilisation and memory")
+    _flag(serve, "--allow-gpu-metrics", True, "report GPU metrics (needs naiad[gpu])")
+    serve.add_argument("--metrics-interval-ms", type=int, default=2000,
+                       help="polling interval of the CPU/GPU metrics")
+    serve.add_argument("--metrics-config", action="append", default=[], metavar="KEY=VALUE",
+                       help="counter_latencies, histogram_latencies, summary_latencies "
+                       "(true/false), summary_quantiles (q:err,...)")
+    serve.add_argument("--trace-config", action="append", default=[],
+                       metavar="[MODE,]KEY=VALUE", help="rate, level, count, mode; "
+                       "triton,file / triton,log-frequency; opentelemetry,url / ,resource")
+    serve.add_argument("--trace-file", default=None, help="deprecated: --trace-config triton,file")
+    serve.add_argument("--trace-level", action="append", default=[],
+                       help="deprecated: --trace-config level")
+    serve.add_argument("--trace-rate", default=None, help="deprecated: --trace-config rate")
+    serve.add_argument("--trace-count", default=None, help="deprecated: --trace-config count")
+    serve.add_argument("--trace-log-frequency", default=None,
+                       help="deprecated: --trace-config triton,log-frequency")
     serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
     _flag(serve, "--allow-client-shm", True, "let clients register system and CUDA shared "
           "memory (Triton's newest default is false; naiad's is true, for older clients "
@@ -141,7 +202,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
     repos = args.model_repository or [str(DEFAULT_REPOSITORY)]
     disable_ac = args.disable_auto_complete_config or bool(args.strict_model_config)
     return ServerOptions(
-        model_repositories=tuple(Path(r) for r in repos),
+        model_repositories=tuple(r if is_url(r) else Path(r) for r in repos),
         model_control_mode=args.model_control_mode,
         load_models=tuple(args.load_model),
         repository_poll_secs=args.repository_poll_secs,
@@ -173,6 +234,11 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         rate_limit_resources=tuple(args.rate_limit_resource),
         cache_config=_cache_config(args.cache_config, args.response_cache_byte_size),
         max_queued_requests=args.max_queued_requests,
+        allow_cpu_metrics=args.allow_cpu_metrics,
+        allow_gpu_metrics=args.allow_gpu_metrics,
+        metrics_interval_ms=args.metrics_interval_ms,
+        metrics_config=_metrics_config(args.metrics_config),
+        trace_config=_trace_config(args),
     )
 
 
@@ -196,7 +262,7 @@ async def serve(options: ServerOptions) -> int:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    missing = [p for p in options.model_repositories if not p.is_dir()]
+    missing = [p for p in options.model_repositories if not is_url(p) and not Path(p).is_dir()]
     if missing:
         log.error("model repository not found: %s", ", ".join(str(p) for p in missing))
         return 1
@@ -248,6 +314,9 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     options = options_from_args(args)
     logs.configure(options.log_verbose, options.log_format, options.log_file)
+    from naiad.core.settings import LogSettings
+
+    LogSettings.from_options(options).apply()  # the --log-info/warning/error switches
     loop = new_event_loop()
     try:
         return loop.run_until_complete(serve(options))

@@ -32,6 +32,31 @@ class TritonFormatter(logging.Formatter):
         return f"{letter}{stamp}.{micros:06d} {self.pid} {where}] {message}"
 
 
+class LevelSwitch(logging.Filter):
+    """Drops the kinds of message the log settings switch off.
+
+    Verbose messages are DEBUG records, kept while the verbose level is
+    above zero; info, warning and error each have their own switch.
+    """
+
+    def __init__(self, info: bool, warning: bool, error: bool, verbose: int) -> None:
+        super().__init__()
+        self.info = info
+        self.warning = warning
+        self.error = error
+        self.verbose = verbose
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        level = record.levelno
+        if level >= logging.ERROR:
+            return self.error
+        if level >= logging.WARNING:
+            return self.warning
+        if level >= logging.INFO:
+            return self.info
+        return self.verbose > 0
+
+
 def configure(
     verbose: int = 0, log_format: str = "default", log_file: str = "", stream: TextIO | None = None
 ) -> None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import mmap
 import os
 import tempfile
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 

@@ -12,7 +12,8 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from triton_python_backend_utils import _wire
 from triton_python_backend_utils._link import Link

@@ -28,7 +28,9 @@ class Logger:
         caller = frame.f_back if frame is not None else None
         while caller is not None and caller.f_code.co_filename == __file__:
             caller = caller.f_back
-        where = f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}] " if caller else ""
+        where = (
+            f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}] " if caller else ""
+        )
         host = _host.maybe_current()
         text = f"{where}{message}"
         if host is None:

@@ -14,7 +14,9 @@ from triton_python_backend_utils._errors import TritonModelException
 
 
 class Metric:
-    def __init__(self, family: MetricFamily, labels: dict[str, str] | None, buckets: list[float] | None) -> None:
+    def __init__(
+        self, family: MetricFamily, labels: dict[str, str] | None, buckets: list[float] | None
+    ) -> None:
         self._family = family
         self.labels = dict(labels or {})
         self._lock = threading.Lock()
@@ -55,8 +57,13 @@ class Metric:
 
     def snapshot(self) -> dict[str, Any]:
         """Everything recorded, for an exporter."""
-        return {"labels": self.labels, "value": self._value, "count": self._count,
-                "buckets": self._buckets, "bucket_counts": list(self._bucket_counts)}
+        return {
+            "labels": self.labels,
+            "value": self._value,
+            "count": self._count,
+            "buckets": self._buckets,
+            "bucket_counts": list(self._bucket_counts),
+        }
 
 
 class MetricFamily:
@@ -76,7 +83,9 @@ class MetricFamily:
         self.metrics: list[Metric] = []
         MetricFamily.families[name] = self
 
-    def Metric(self, labels: dict[str, str] | None = None, buckets: list[float] | None = None) -> Metric:  # noqa: N802
+    def Metric(
+        self, labels: dict[str, str] | None = None, buckets: list[float] | None = None
+    ) -> Metric:  # noqa: N802
         if self.kind == self.HISTOGRAM and buckets is None:
             raise TritonModelException("Histogram metric requires buckets.")
         metric = Metric(self, labels, buckets)

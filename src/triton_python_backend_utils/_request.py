@@ -28,7 +28,9 @@ TRITONSERVER_MEMORY_GPU = 2
 class PreferredMemory:
     """Where a BLS caller wants outputs; naiad keeps everything on the CPU."""
 
-    def __init__(self, preferred_memory_type: int = TRITONSERVER_MEMORY_CPU, preferred_device_id: int = 0) -> None:
+    def __init__(
+        self, preferred_memory_type: int = TRITONSERVER_MEMORY_CPU, preferred_device_id: int = 0
+    ) -> None:
         self.preferred_memory_type = preferred_memory_type
         self.preferred_device_id = preferred_device_id
 

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 import queue
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from triton_python_backend_utils._errors import TritonError, TritonModelException
 from triton_python_backend_utils._tensor import Tensor
@@ -20,11 +21,12 @@ def check_parameters(parameters: Any) -> dict[str, bool | int | float | str]:
         raise TritonModelException("Parameters must be a dictionary.")
     for key, value in parameters.items():
         if not isinstance(key, str):
-            raise TritonModelException(f"Expect parameters keys to have type str, found type {type(key)}")
+            raise TritonModelException(
+                f"Expect parameters keys to have type str, found type {type(key)}"
+            )
         if not isinstance(value, (bool, int, float, str)):
             raise TritonModelException(
-                "Expect parameters values to have type bool/int/str, found type "
-                f"{type(value)}"
+                f"Expect parameters values to have type bool/int/str, found type {type(value)}"
             )
     return parameters
 
@@ -53,7 +55,9 @@ class InferenceResponse:
             if isinstance(error, str):
                 error = TritonError(error)
             else:
-                raise TritonModelException(f"Expected a 'TritonError' object, found '{type(error)}'.")
+                raise TritonModelException(
+                    f"Expected a 'TritonError' object, found '{type(error)}'."
+                )
         self._outputs = list(output_tensors)
         self._error = error
         self._parameters = check_parameters(parameters)

@@ -31,7 +31,8 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 def python_error_text(exc: BaseException) -> str:
     """``<Type>: <message>`` and the model's frames, innermost first, as Triton shows them."""
     entries = [
-        e for e in traceback.extract_tb(exc.__traceback__)
+        e
+        for e in traceback.extract_tb(exc.__traceback__)
         if os.path.dirname(os.path.abspath(e.filename)) != _HERE
         and "importlib._bootstrap" not in e.filename
     ]
@@ -107,31 +108,39 @@ class ModelRunner:
     def failed(self, text: str) -> str:
         return f"Failed to process the request(s) for model '{self.instance_name}', message: {text}"
 
-    def check(self, result: Any, requests: list[InferenceRequest]) -> list[InferenceResponse | None] | None:
+    def check(
+        self, result: Any, requests: list[InferenceRequest]
+    ) -> list[InferenceResponse | None] | None:
         """Validate what ``execute`` returned; raise BatchError as Triton words it."""
         if self.decoupled:
             if result is not None:
-                raise BatchError(self.failed(
-                    f"Python model '{self.instance_name}' is using the decoupled mode and the "
-                    "execute function must return None."
-                ))
+                raise BatchError(
+                    self.failed(
+                        f"Python model '{self.instance_name}' is using the decoupled mode and the "
+                        "execute function must return None."
+                    )
+                )
             return None
         if not isinstance(result, list):
-            raise BatchError(self.failed(
-                f"Expected a list in the execute return, found type '{type(result)}'."
-            ))
+            raise BatchError(
+                self.failed(f"Expected a list in the execute return, found type '{type(result)}'.")
+            )
         if len(result) != len(requests):
-            raise BatchError(self.failed(
-                "Number of InferenceResponse objects do not match the number of InferenceRequest "
-                f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
-                f"size is:{len(result)}\n"
-            ))
+            raise BatchError(
+                self.failed(
+                    "Number of InferenceResponse objects do not match the number of InferenceRequest "
+                    f"objects. InferenceRequest(s) size is:{len(requests)}, and InferenceResponse(s) "
+                    f"size is:{len(result)}\n"
+                )
+            )
         for item in result:
             if item is not None and not isinstance(item, InferenceResponse):
-                raise BatchError(self.failed(
-                    "Expected an 'InferenceResponse' object in the execute function return list, "
-                    f"found type '{type(item)}'."
-                ))
+                raise BatchError(
+                    self.failed(
+                        "Expected an 'InferenceResponse' object in the execute function return list, "
+                        f"found type '{type(item)}'."
+                    )
+                )
         return result
 
     def outputs(self, response: InferenceResponse, requested: list[str]) -> list[Tensor]:

@@ -107,9 +107,21 @@ class Stub:
         out = []
         for handle, rid, corr, flags, timeout, params, requested, inputs in body["r"]:
             tensors = [Tensor._wrap(d[0], tensor(d, False), d[1]) for d in inputs]
-            out.append(InferenceRequest._incoming(
-                host, handle, tensors, requested, rid, corr, flags, timeout, params, name, version
-            ))
+            out.append(
+                InferenceRequest._incoming(
+                    host,
+                    handle,
+                    tensors,
+                    requested,
+                    rid,
+                    corr,
+                    flags,
+                    timeout,
+                    params,
+                    name,
+                    version,
+                )
+            )
         return out
 
     def _run(self, body: Any) -> None:
@@ -133,7 +145,9 @@ class Stub:
             return
         self._done(batch, requests, result)
 
-    def _after_async(self, batch: int | None, requests: list[InferenceRequest], future: Any) -> None:
+    def _after_async(
+        self, batch: int | None, requests: list[InferenceRequest], future: Any
+    ) -> None:
         try:
             result = self.runner.check(future.result(), requests)
         except BatchError as exc:
@@ -149,16 +163,23 @@ class Stub:
             if responses is not None:
                 seq = link.next_seq
                 encoded: list[Any] = []
-                for request, response in zip(requests, responses):
+                for request, response in zip(requests, responses, strict=True):
                     if response is not None:
                         encoded.append(self.host.encode_response(response, request._requested, seq))
                     elif request._sender is not None and request._sender.closed:
                         encoded.append(None)
                     else:
-                        encoded.append({"e": [1, self.runner.failed(
-                            "execute returned None for a request that was not answered through "
-                            "its response sender."
-                        )]})
+                        encoded.append(
+                            {
+                                "e": [
+                                    1,
+                                    self.runner.failed(
+                                        "execute returned None for a request that was not answered through "
+                                        "its response sender."
+                                    ),
+                                ]
+                            }
+                        )
                 body["r"] = encoded
             link.send(_wire.EXEC_DONE, body)
 

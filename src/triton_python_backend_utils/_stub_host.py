@@ -42,7 +42,9 @@ class StubHost:
 
     # -- responses ------------------------------------------------------------
 
-    def encode_response(self, response: InferenceResponse, requested: list[str], seq: int) -> dict[str, Any]:
+    def encode_response(
+        self, response: InferenceResponse, requested: list[str], seq: int
+    ) -> dict[str, Any]:
         """The wire form of a response; call with ``link.lock`` held (allocates)."""
         error = response.error()
         if error is not None:
@@ -58,11 +60,15 @@ class StubHost:
             body["p"] = response._parameters
         return body
 
-    def send(self, request: InferenceRequest, response: InferenceResponse | None, final: bool) -> None:
+    def send(
+        self, request: InferenceRequest, response: InferenceResponse | None, final: bool
+    ) -> None:
         link = self.link
         with link.lock:
-            body = {} if response is None else self.encode_response(
-                response, request._requested, link.next_seq
+            body = (
+                {}
+                if response is None
+                else self.encode_response(response, request._requested, link.next_seq)
             )
             body["h"] = request._handle
             body["f"] = final
@@ -90,7 +96,9 @@ class StubHost:
             seq = link.next_seq
             descs = []
             for tensor in inputs or ():
-                desc, seg = _wire.put_tensor(link.pool, seq, tensor._name, tensor._dtype, tensor._array, True)
+                desc, seg = _wire.put_tensor(
+                    link.pool, seq, tensor._name, tensor._dtype, tensor._array, True
+                )
                 descs.append(desc)
                 if seg is not None:
                     call.segments.append(seg)
@@ -103,9 +111,15 @@ class StubHost:
 
     def _bls_body(self, request: InferenceRequest, decoupled: bool) -> dict[str, Any]:
         return {
-            "d": decoupled, "m": request._model_name, "v": request._model_version,
-            "id": request._request_id, "c": request._correlation_id, "fl": request._flags,
-            "t": request._timeout, "p": request._parameters, "ro": request._requested,
+            "d": decoupled,
+            "m": request._model_name,
+            "v": request._model_version,
+            "id": request._request_id,
+            "c": request._correlation_id,
+            "fl": request._flags,
+            "t": request._timeout,
+            "p": request._parameters,
+            "ro": request._requested,
         }
 
     def bls(self, request: InferenceRequest, decoupled: bool) -> Any:
@@ -140,7 +154,9 @@ class StubHost:
         call = _Call()
         body = {"op": op, **kwargs}
         if "files" in body:
-            body["files"] = {k: v.hex() if isinstance(v, bytes) else v for k, v in body["files"].items()}
+            body["files"] = {
+                k: v.hex() if isinstance(v, bytes) else v for k, v in body["files"].items()
+            }
         self._start(_wire.CONTROL, body, call)
         self.channel.pump_until(lambda: call.done)
         ok, value = call.value
@@ -192,4 +208,3 @@ class StubHost:
 def _resolve(future: asyncio.Future[Any], value: Any) -> None:
     if not future.done():
         future.set_result(value)
-

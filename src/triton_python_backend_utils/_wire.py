@@ -23,7 +23,15 @@ from triton_python_backend_utils._dtypes import TYPE_BYTES, deserialize_bytes_te
 INIT, EXECUTE, BLS_RESPONSE, CONTROL_REPLY, IS_READY, FINALIZE = 1, 2, 3, 4, 5, 6
 # stub -> server
 READY, RESPONSE, EXEC_DONE, BLS, BLS_CANCEL, CONTROL, LOG, IS_READY_REPLY, FINALIZED = (
-    21, 22, 23, 24, 25, 26, 27, 28, 29
+    21,
+    22,
+    23,
+    24,
+    25,
+    26,
+    27,
+    28,
+    29,
 )
 # both ways
 SEGMENT, INDIRECT = 40, 41

@@ -41,7 +41,8 @@ def build_repository(root: Path) -> Path:
     om.identity(root / "identity_fp32" / "1" / "model.onnx")
     write_config(
         root / "identity_fp32",
-        onnx + "max_batch_size: 8\n"
+        onnx
+        + "max_batch_size: 8\n"
         + _io("input", "INPUT0", "FP32", "[16]")
         + _io("output", "OUTPUT0", "FP32", "[16]"),
     )
@@ -49,7 +50,8 @@ def build_repository(root: Path) -> Path:
     om.add_sub(root / "add_sub" / "1" / "model.onnx")
     write_config(
         root / "add_sub",
-        onnx + "max_batch_size: 8\n"
+        onnx
+        + "max_batch_size: 8\n"
         + 'input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] },'
         + ' { name: "INPUT1" data_type: TYPE_FP32 dims: [16] }]\n'
         + 'output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [16] },'
@@ -60,7 +62,8 @@ def build_repository(root: Path) -> Path:
                shape=("batch", "n"))  # fmt: skip
     write_config(
         root / "add_sub_int32",
-        onnx + "max_batch_size: 8\n"
+        onnx
+        + "max_batch_size: 8\n"
         + 'input [{ name: "INPUT0" data_type: TYPE_INT32 dims: [-1] },'
         + ' { name: "INPUT1" data_type: TYPE_INT32 dims: [-1] }]\n'
         + 'output [{ name: "OUTPUT0" data_type: TYPE_INT32 dims: [-1] },'
@@ -73,7 +76,8 @@ def build_repository(root: Path) -> Path:
                       "INPUT0", "OUTPUT0")  # fmt: skip
         write_config(
             root / name,
-            onnx + "max_batch_size: 8\n"
+            onnx
+            + "max_batch_size: 8\n"
             + _io("input", "INPUT0", dt, "[-1]")
             + _io("output", "OUTPUT0", dt, "[-1]"),
         )
@@ -83,7 +87,8 @@ def build_repository(root: Path) -> Path:
                   "INPUT0", "OUTPUT0")  # fmt: skip
     write_config(
         root / "classify",
-        onnx + "max_batch_size: 8\n"
+        onnx
+        + "max_batch_size: 8\n"
         + _io("input", "INPUT0", "FP32", "[4]")
         + _io("output", "OUTPUT0", "FP32", "[4]", 'label_filename: "labels.txt" '),
     )
@@ -94,7 +99,8 @@ def build_repository(root: Path) -> Path:
                   "INPUT0", "OUTPUT0")  # fmt: skip
     write_config(
         root / "nobatch_fp32",
-        onnx + "max_batch_size: 0\n"
+        onnx
+        + "max_batch_size: 0\n"
         + _io("input", "INPUT0", "FP32", "[4]")
         + _io("output", "OUTPUT0", "FP32", "[4]"),
     )
@@ -104,7 +110,8 @@ def build_repository(root: Path) -> Path:
                   "text_input", "text_output")  # fmt: skip
     write_config(
         root / "text",
-        onnx + "max_batch_size: 0\n"
+        onnx
+        + "max_batch_size: 0\n"
         + _io("input", "text_input", "BYTES", "[-1]")
         + _io("output", "text_output", "BYTES", "[-1]"),
     )

@@ -180,6 +180,13 @@ class OnnxRuntimeInstance(ModelInstance):
         self.batching = config.max_batch_size > 0
         model_outputs = {o.name: o for o in self.session.get_outputs()}
         names = [o.name for o in config.output] or list(model_outputs)
+        # The sequence batcher feeds control and implicit-state inputs and takes the
+        # state outputs back; they are not in the config's input/output lists.
+        sequencing = config.sequence_batching
+        states = [s for s in sequencing.state if s.output_name not in names]
+        names += [s.output_name for s in states]
+        injected = {c.name for c in sequencing.control_input}
+        injected |= {s.input_name for s in sequencing.state}
         missing = [n for n in names if n not in model_outputs]
         if missing:
             raise InvalidArgument(
@@ -187,7 +194,7 @@ class OnnxRuntimeInstance(ModelInstance):
                 + ", ".join(model_outputs)
             )
         model_inputs = {i.name for i in self.session.get_inputs()}
-        expected = len(config.input) + len(config.batch_input)
+        expected = len(config.input) + len(config.batch_input) + len(injected)
         if expected != len(model_inputs):
             raise InvalidArgument(
                 f"unable to load model '{config.name}', configuration expects {expected} "

@@ -15,16 +15,20 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import __version__
 from naiad.backends.registry import BackendRegistry
+from naiad.config import config_from_json
 from naiad.core.cache import cache_from_config, uses_cache
 from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.loader import ModelLoader
+from naiad.core.model_control import ModelControl
 from naiad.core.outputs import finish_response
 from naiad.core.registry import ModelRegistry, ModelState, ModelVersion, parse_version
 from naiad.core.settings import LogSettings, TraceSettings
 from naiad.core.shm import SharedMemoryManager
+from naiad.core.stats import OTHER, failure_reason
+from naiad.core.tracing import Tracer
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.core.validation import validate_request
-from naiad.repository import RepositoryScan, scan
+from naiad.metrics import MetricsConfig, MetricsRegistry, ModelMetrics, SystemMetrics
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -58,10 +62,25 @@ class DataPlane:
         self.backends = backends or BackendRegistry()
         self.loader = ModelLoader(self.registry, self.backends, options, services=self)
         self.log_settings = LogSettings.from_options(options)
-        self.trace_settings = TraceSettings()
+        self.trace_settings = TraceSettings.from_options(options)
+        self.tracer = Tracer(self.trace_settings)
+        # The server's own metrics registry (custom families: ``metrics.family``).
+        self.metrics = MetricsRegistry(MetricsConfig.parse(options.metrics_config))
+        self.model_metrics = ModelMetrics(self.registry, self.metrics.config)
+        self.system_metrics = SystemMetrics(
+            cpu_metrics=options.allow_cpu_metrics,
+            gpu_metrics=options.allow_gpu_metrics,
+            interval_ms=options.metrics_interval_ms,
+            gpus=options.gpus,
+        )
+        if options.allow_metrics:
+            self.metrics.add_collector(self.model_metrics)
+            self.metrics.add_collector(self.system_metrics)
+        self._per_request_metrics = options.allow_metrics and self.metrics.config.per_request
         self.started = False
         self.stopping = False
-        self._scan = RepositoryScan()
+        # Start-up loading, explicit load/unload, polling and the repository index.
+        self.control = ModelControl(self.registry, self.loader, options)
         self.cache = cache_from_config(options.cache_config)
         self.shm = SharedMemoryManager(allow_client=options.allow_client_shm)
 
@@ -69,39 +88,25 @@ class DataPlane:
 
     async def start(self) -> None:
         """Load the start-up models as the model control mode says."""
-        self._scan = await asyncio.to_thread(scan, list(self.options.model_repositories))
-        for path in self._scan.missing:
-            log.error("model repository path does not exist: %s", path)
-        for name, paths in self._scan.duplicates.items():
-            log.error("model '%s' appears in several repositories: %s", name,
-                      ", ".join(str(p) for p in paths))
-        mode = self.options.model_control_mode
-        if mode == "explicit":
-            wanted = self._scan.models.keys() if "*" in self.options.load_models else [
-                n for n in self.options.load_models
-            ]
-        else:
-            wanted = list(self._scan.models)
-        await asyncio.gather(*(self._load_name(name) for name in wanted))
+        if self.options.allow_metrics:
+            await self.system_metrics.start()
+        await self.control.start()
         self.started = True
-
-    async def _load_name(self, name: str, override: ModelConfig | None = None) -> None:
-        source = self._scan.models.get(name)
-        if source is None:
-            raise InvalidArgument(f"failed to load '{name}', failed to poll from model repository")
-        await self.loader.load(source, override)
 
     async def stop(self, timeout: float | None = None) -> None:
         """Drain in-flight requests (up to ``timeout`` seconds), then unload everything."""
         self.stopping = True
+        await self.control.stop_polling()
         drains = [mv.scheduler.drain() for mv in self._versions() if mv.scheduler is not None]
         if drains:
             try:
                 await asyncio.wait_for(asyncio.gather(*drains), timeout)
             except asyncio.TimeoutError:
                 log.warning("exit timeout expired with requests still in flight")
-        await asyncio.gather(*(self.loader.unload(name) for name in list(self.registry.models)))
+        await self.control.close()  # unloads every model
         self.shm.close()
+        await self.system_metrics.close()
+        await self.tracer.close()
 
     def _versions(self) -> list[ModelVersion]:
         return [mv for e in self.registry.models.values() for mv in e.versions.values()]
@@ -109,9 +114,9 @@ class DataPlane:
     def failed_models(self) -> list[tuple[str, str]]:
         """(name, reason) of every model or version that failed to load."""
         failed: list[tuple[str, str]] = []
-        for name, paths in self._scan.duplicates.items():
-            failed.append((name, "model appears in multiple repositories: "
-                           + ", ".join(str(p) for p in paths)))
+        for name, paths in self.control.catalog.duplicates.items():
+            failed.append((name, "model appears in multiple repositories: " + ", ".join(paths)))
+        failed.extend(self.control.startup_failures)
         for entry in self.registry.models.values():
             if entry.state is ModelState.UNAVAILABLE:
                 failed.append((entry.name, entry.reason))
@@ -240,6 +245,8 @@ class DataPlane:
         request.queue_start_ns = time.monotonic_ns()
         if scheduler.admission is not None:
             scheduler.admission.enter(request)  # UNAVAILABLE at once when full
+        # Pending until a scheduler starts it (record_started) or it ends unstarted.
+        mv.stats.pending += 1
         cache = self.cache
         if cache is not None:
             use = mv.extra.get("use_cache")
@@ -250,7 +257,11 @@ class DataPlane:
                 if cache.answer(mv.name, mv.version, request, mv.stats):
                     return
                 scheduler.in_flight -= 1
-        scheduler.enqueue(request)
+        try:
+            scheduler.enqueue(request)
+        except BaseException:
+            mv.stats.pending -= 1
+            raise
 
     def _completion(self, request: InferenceRequest, mv: ModelVersion, deliver: Any) -> Any:
         """The sink a scheduler or backend calls with each response of ``request``."""
@@ -262,25 +273,39 @@ class DataPlane:
         count = [0]
         # Pins the regions the outputs go to until the final response (unregister waits).
         lease = self.shm.lease(request)
+        trace = self.tracer.sample(request, version)
+        if self._per_request_metrics and stats.latency is None:
+            self.model_metrics.attach(mv)
+        latency = stats.latency
 
         def complete(response: InferenceResponse) -> None:
+            reason = -1
             if response.error is None:
                 try:
                     finish_response(request, response, signature, labels, lease.write)
                 except NaiadError as exc:
                     response = InferenceResponse(error=exc, final=response.final)
+                    reason = OTHER
             response.model_name = name
             response.model_version = version
             response.id = request.id
             index = count[0]
             count[0] += 1
             now = time.monotonic_ns()
+            if index == 0 and latency is not None:
+                latency.on_first_response(now - request.arrival_ns)
             if response.final:
                 lease.release()
+                if not request.queue_ns:  # never started executing: no longer pending
+                    stats.pending -= 1
                 if response.error is None:
                     stats.record_success(now - request.arrival_ns, request.queue_ns)
                 else:
-                    stats.record_failure(now - request.arrival_ns)
+                    if reason < 0:
+                        reason = failure_reason(response.error)
+                    stats.record_failure(now - request.arrival_ns, reason)
+                if trace is not None:
+                    self.tracer.finish(trace, request, response, stats, now)
                 if mv.scheduler is not None:
                     mv.scheduler.request_done()
             if signature is not None and signature.decoupled:
@@ -321,36 +346,7 @@ class DataPlane:
 
     async def repository_index(self, ready: bool = False) -> list[dict[str, str]]:
         """Every model the repositories hold, with the states of its known versions."""
-        fresh = await asyncio.to_thread(scan, list(self.options.model_repositories))
-        names = set(fresh.models) | set(fresh.duplicates) | set(self.registry.models)
-        out: list[dict[str, str]] = []
-        for name in sorted(names):
-            entry = self.registry.entry(name)
-            if name in fresh.duplicates:
-                item = {"name": name, "state": ModelState.UNAVAILABLE.value,
-                        "reason": "model appears in multiple repositories"}
-                if not ready:
-                    out.append(item)
-                continue
-            if entry is None or (not entry.versions and entry.state is None):
-                if not ready:
-                    out.append({"name": name})
-                continue
-            if entry.state is not None and not entry.versions:
-                item = {"name": name, "state": entry.state.value}
-                if entry.reason:
-                    item["reason"] = entry.reason
-                if not ready:
-                    out.append(item)
-                continue
-            for version, mv in sorted(entry.versions.items()):
-                if ready and not mv.ready:
-                    continue
-                item = {"name": name, "version": str(version), "state": mv.state.value}
-                if mv.reason:
-                    item["reason"] = mv.reason
-                out.append(item)
-        return out
+        return await self.control.index(ready)
 
     def _check_model_control(self) -> None:
         if self.options.model_control_mode != "explicit":
@@ -359,12 +355,14 @@ class DataPlane:
     async def load_model(
         self, name: str, config_json: str | None = None, files: dict[str, bytes] | None = None
     ) -> None:
+        """(Re)load ``name``, with a JSON config and ``file:`` contents when given."""
         self._check_model_control()
-        raise Unsupported("model load is not implemented yet")
+        override = None if config_json is None else config_from_json(config_json)
+        await self.control.load(name, override, files)
 
     async def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self._check_model_control()
-        await self.loader.unload(name)
+        await self.control.unload(name, unload_dependents)
 
     # -- shared memory ------------------------------------------------------------
 

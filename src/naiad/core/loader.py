@@ -10,18 +10,22 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from naiad import config as cfg
 from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.config import model_config_pb2 as pb
-from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.errors import NaiadError
 from naiad.core.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
 from naiad.core.signature import Signature
 from naiad.core.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
 from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
+from naiad.scheduling.ensemble import EnsembleReadiness, composing_decoupled
+from naiad.scheduling.ensemble_deps import EnsembleDependencies, not_available
+from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 if TYPE_CHECKING:
     from naiad.backends.registry import BackendRegistry
@@ -77,6 +81,8 @@ class ModelLoader:
             else None
         )
         self.admission = AdmissionControl(options.max_queued_requests)
+        #: Which ensembles call which models (unloading a composing model).
+        self.dependencies = EnsembleDependencies()
 
     # -- configuration -----------------------------------------------------
 
@@ -121,8 +127,18 @@ class ModelLoader:
 
     # -- load / unload -------------------------------------------------------
 
-    async def load(self, source: ModelSource, override: ModelConfig | None = None) -> ModelEntry:
-        """Load every version the policy selects; failures are recorded, not raised."""
+    async def load(
+        self,
+        source: ModelSource,
+        override: ModelConfig | None = None,
+        keep: Collection[int] = (),
+    ) -> ModelEntry:
+        """Load every version the policy selects; failures are recorded, not raised.
+
+        READY versions listed in ``keep`` (unchanged on disk, same config) stay
+        as they are instead of being reloaded.  A failed reload of a version
+        that keeps serving leaves its reason in ``extra["reload_error"]``.
+        """
         entry = self.registry.models.get(source.name)
         if entry is None:
             entry = self.registry.models[source.name] = ModelEntry(source.name, source)
@@ -153,7 +169,10 @@ class ModelLoader:
                 return entry
         entry.state = None
         old = {v: mv for v, mv in entry.versions.items() if v not in wanted}
-        await asyncio.gather(*(self._load_version(entry, config, v) for v in wanted))
+        kept = {v for v in keep if v in entry.versions and entry.versions[v].ready}
+        await asyncio.gather(
+            *(self._load_version(entry, config, v) for v in wanted if v not in kept)
+        )
         for mv in old.values():
             await self.unload_version(mv)
             entry.versions.pop(mv.version, None)
@@ -192,6 +211,7 @@ class ModelLoader:
         if mv.state is ModelState.UNAVAILABLE:
             log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
             if previous is not None and previous.ready:
+                previous.extra["reload_error"] = mv.reason
                 return  # a failed reload keeps the old version serving
             entry.versions[version] = mv
             return
@@ -209,7 +229,8 @@ class ModelLoader:
                     read_labels, ctx.model_dir, output.label_filename
                 )
         if config.platform == "ensemble":
-            raise InvalidArgument("ensemble models are not supported yet")
+            await self._start_ensemble(mv, ctx)
+            return
         backend = self.backends.get(config.backend)
         mv.backend = backend
         specs = instance_specs(config)
@@ -229,6 +250,7 @@ class ModelLoader:
                 decoupled=mv.signature.decoupled,
                 rate_limiter=self.rate_limiter,
                 admission=self.admission,
+                model_dir=ctx.model_dir,
             )
         except BaseException:
             await self.unload_version(mv, reason="failed to load")
@@ -269,3 +291,44 @@ class ModelLoader:
         if entry.state is not None:
             entry.state = ModelState.UNAVAILABLE
             entry.reason = "unloaded"
+        await self._unload_ensembles_of(name)
+
+    # -- ensembles ---------------------------------------------------------------
+
+    async def _start_ensemble(self, mv: ModelVersion, ctx: LoadContext) -> None:
+        """Wire an ensemble: its composing models READY first, no instances of its own."""
+        config = ctx.config
+        graph = EnsembleGraph(config)
+        composing = graph.composing()
+        self.dependencies.record(mv.name, {name for name, _ in composing})
+        # Model control loads composing models first; this waits for concurrent loads.
+        await self.dependencies.require(mv.name, composing, self.registry)
+        if composing_decoupled(self.registry, graph) and not (
+            mv.signature is not None and mv.signature.decoupled
+        ):
+            # A decoupled step makes the ensemble decoupled (as Triton completes it).
+            config.model_transaction_policy.decoupled = True
+            mv.signature = Signature(config)
+        assert mv.signature is not None
+        mv.instances = [EnsembleReadiness(self.registry, graph)]
+        mv.scheduler = make_scheduler(
+            config,
+            [],
+            [],
+            mv.stats,
+            decoupled=mv.signature.decoupled,
+            admission=self.admission,
+            ensemble=graph,
+            services=self.services,
+        )
+        mv.state = ModelState.READY
+
+    async def _unload_ensembles_of(self, name: str) -> None:
+        """Unloading a composing model makes the ensembles that call it unavailable."""
+        for ensemble in self.dependencies.dependents_of(name):
+            entry = self.registry.models.get(ensemble)
+            if entry is None:
+                continue
+            reason = not_available(ensemble, [name])
+            versions = [mv for mv in entry.versions.values() if mv.ready]
+            await asyncio.gather(*(self.unload_version(mv, reason=reason) for mv in versions))

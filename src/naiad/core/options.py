@@ -13,7 +13,8 @@ from pathlib import Path
 
 @dataclass(frozen=True)
 class ServerOptions:
-    model_repositories: tuple[Path, ...] = ()
+    #: Local folders (Path) or remote repository URLs kept as str (``s3://...``).
+    model_repositories: tuple[Path | str, ...] = ()
     model_control_mode: str = "none"  # none | poll | explicit
     load_models: tuple[str, ...] = ()
     repository_poll_secs: float = 15.0
@@ -28,11 +29,42 @@ class ServerOptions:
     http_max_input_size: int = 64 * 1024 * 1024
     grpc_address: str = "0.0.0.0"
     grpc_port: int = 8001
+    # gRPC (see naiad.frontends.grpc.server; Triton's --grpc-* flags and defaults).
+    grpc_use_ssl: bool = False
+    grpc_use_ssl_mutual: bool = False
+    grpc_server_cert: str = ""
+    grpc_server_key: str = ""
+    grpc_root_cert: str = ""
+    #: none | low | medium | high: server->client message compression
+    grpc_infer_response_compression_level: str = "none"
+    grpc_keepalive_time_ms: int = 7_200_000
+    grpc_keepalive_timeout_ms: int = 20_000
+    grpc_keepalive_permit_without_calls: bool = False
+    grpc_http2_max_pings_without_data: int = 2
+    grpc_http2_min_recv_ping_interval_without_data_ms: int = 300_000
+    grpc_http2_max_ping_strikes: int = 2
+    #: --reuse-grpc-port: let several servers bind the port (SO_REUSEPORT)
+    grpc_reuse_port: bool = False
+    #: --grpc-restricted-protocol entries "<category,...>:<key>=<value>"
+    grpc_restricted_protocol: tuple[str, ...] = ()
+    grpc_header_forward_pattern: str = ""
     metrics_address: str | None = None
     metrics_port: int = 8002
     allow_http: bool = True
     allow_grpc: bool = True
     allow_metrics: bool = True
+    # Metrics (see naiad.metrics): --allow-cpu-metrics, --allow-gpu-metrics, the
+    # polling interval of the CPU/GPU gauges and --metrics-config key=value
+    # settings (counter_latencies, histogram_latencies, summary_latencies,
+    # summary_quantiles).
+    allow_cpu_metrics: bool = True
+    allow_gpu_metrics: bool = True
+    metrics_interval_ms: int = 2000
+    metrics_config: dict[str, str] = field(default_factory=dict)
+    #: --trace-config entries by mode: "" (global: rate, level, count, mode),
+    #: "triton" (file, log-frequency), "opentelemetry" (url, resource, bsp_*).
+    #: ``level`` may hold several comma-separated levels.
+    trace_config: dict[str, dict[str, str]] = field(default_factory=dict)
     #: ``--allow-client-shm``: clients may register shared memory.  Triton's newest
     #: default is false; naiad's is true so older clients and perf_analyzer
     #: ``--shared-memory`` work out of the box.

@@ -73,7 +73,15 @@ class LogSettings:
         return self.to_dict()
 
     def apply(self) -> None:
-        """Make Python logging follow the settings."""
+        """Make the ``naiad`` logger and its handlers follow the settings, live.
+
+        The logger's level lets through the lowest enabled kind; a filter on
+        each handler drops the kinds that are switched off (Triton can turn
+        warnings off while keeping info), and Triton-format handlers switch
+        between the default and ISO8601 formats.
+        """
+        from naiad.logs import LevelSwitch, TritonFormatter
+
         logger = logging.getLogger("naiad")
         if self.log_verbose_level > 0:
             logger.setLevel(logging.DEBUG)
@@ -85,6 +93,14 @@ class LogSettings:
             logger.setLevel(logging.ERROR)
         else:
             logger.setLevel(logging.CRITICAL + 1)
+        for handler in logger.handlers:
+            for old in [f for f in handler.filters if isinstance(f, LevelSwitch)]:
+                handler.removeFilter(old)
+            handler.addFilter(
+                LevelSwitch(self.log_info, self.log_warning, self.log_error, self.log_verbose_level)
+            )
+            if isinstance(handler.formatter, TritonFormatter):
+                handler.formatter.iso8601 = self.log_format == "ISO8601"
 
 
 _TRACE_LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
@@ -105,15 +121,43 @@ class TraceSettings:
         }
     )
     models: dict[str, dict[str, Any]] = field(default_factory=dict)
+    #: ``--trace-config opentelemetry,<key>=<value>`` settings (read-only at run time).
+    opentelemetry: dict[str, str] = field(default_factory=dict)
+    #: Bumped by every update so the tracer knows to re-read the settings.
+    generation: int = 0
+
+    @classmethod
+    def from_options(cls, options: ServerOptions) -> TraceSettings:
+        """The start-up settings from ``--trace-config`` (Triton's keys and defaults)."""
+        settings = cls()
+        config = options.trace_config
+        general, triton = config.get("", {}), config.get("triton", {})
+        if "level" in general:
+            levels = [x.strip().upper() for x in general["level"].split(",") if x.strip()]
+            levels = [x for x in levels if x in _TRACE_LEVELS]
+            settings.values["trace_level"] = [x for x in levels if x != "OFF"] or ["OFF"]
+        for key, name in (("rate", "trace_rate"), ("count", "trace_count"), ("mode", "trace_mode")):
+            if key in general:
+                settings.values[name] = general[key]
+        if "file" in triton:
+            settings.values["trace_file"] = triton["file"]
+        if "log-frequency" in triton:
+            settings.values["log_frequency"] = triton["log-frequency"]
+        settings.opentelemetry = dict(config.get("opentelemetry", {}))
+        return settings
 
     def get(self, model: str = "") -> dict[str, Any]:
         merged = dict(self.values)
         merged.update(self.models.get(model, {}))
+        if merged.get("trace_mode") == "opentelemetry":
+            for key, value in self.opentelemetry.items():
+                merged.setdefault(key, value)
         return merged
 
     def update(self, changes: dict[str, Any], model: str = "") -> dict[str, Any]:
         """Apply ``changes``; a None value clears a model's override of that key."""
         target = self.values if not model else self.models.setdefault(model, {})
+        self.generation += 1
         for key, value in changes.items():
             if key == "trace_file":
                 raise Unsupported("trace file location can not be updated through network protocol")

@@ -58,7 +58,15 @@ class TensorSpec:
 class Signature:
     """Inputs and outputs of one model version, keyed by name, in config order."""
 
-    __slots__ = ("max_batch_size", "inputs", "outputs", "required", "platform", "decoupled")
+    __slots__ = (
+        "max_batch_size",
+        "inputs",
+        "outputs",
+        "required",
+        "platform",
+        "decoupled",
+        "sequence",
+    )
 
     def __init__(self, config: ModelConfig) -> None:
         self.max_batch_size = config.max_batch_size
@@ -89,3 +97,6 @@ class Signature:
             config.HasField("model_transaction_policy")
             and config.model_transaction_policy.decoupled
         )
+        # Sequence requests need a correlation id and batch size 1.  Control and
+        # state inputs are not in ``config.input``, so nobody asks clients for them.
+        self.sequence = config.HasField("sequence_batching")

@@ -2,12 +2,39 @@
 
 Counters are plain ints updated on the event loop (the schedulers complete
 requests there), so no locks are needed.  ``to_dict`` renders the REST shape;
-the gRPC frontend converts the same dict into its message.
+the gRPC frontend converts the same dict into its message.  The Prometheus
+endpoint reads the same counters at scrape time (``naiad.metrics.models``),
+so the hot path records everything once, here.
 """
 
 from __future__ import annotations
 
 import time
+from typing import TYPE_CHECKING, Any
+
+from naiad.core.errors import Kind
+
+if TYPE_CHECKING:
+    from naiad.metrics.latency import LatencyRecorder
+
+#: ``nv_inference_request_failure`` reasons, indexes into ``ModelStats.failures``.
+REJECTED, CANCELED, BACKEND, OTHER = range(4)
+FAILURE_REASONS = ("REJECTED", "CANCELED", "BACKEND", "OTHER")
+
+
+def failure_reason(error: Any) -> int:
+    """Triton's failure reason for an error that reached a request's response.
+
+    Queue timeouts are REJECTED, cancellations CANCELED, other scheduler
+    refusals (queue full, stopping) OTHER, and everything else came from the
+    model or its backend.
+    """
+    kind = getattr(error, "kind", None)
+    if kind is Kind.CANCELLED:
+        return CANCELED
+    if kind is Kind.UNAVAILABLE:
+        return REJECTED if "timeout expired" in getattr(error, "message", "") else OTHER
+    return BACKEND
 
 
 class Duration:
@@ -74,6 +101,12 @@ class ModelStats:
         "cache_miss",
         "batches",
         "responses",
+        "failures",
+        "pending",
+        "last_compute",
+        "latency",
+        "created_ns",
+        "load_ns",
     )
 
     def __init__(self) -> None:
@@ -84,6 +117,17 @@ class ModelStats:
             setattr(self, key, Duration())
         self.batches: dict[int, BatchStats] = {}
         self.responses: dict[int, ResponseStats] = {}
+        #: Failed requests by reason (see FAILURE_REASONS).
+        self.failures = [0, 0, 0, 0]
+        #: Requests queued and not yet executing (the core adds, schedulers subtract).
+        self.pending = 0
+        #: (input, infer, output) ns of the latest execution, for trace timestamps.
+        self.last_compute: tuple[int, int, int] = (0, 0, 0)
+        #: Per-request latency histograms/summaries, when the metrics config asks.
+        self.latency: LatencyRecorder | None = None
+        #: Created when loading starts; ``load_ns`` set by :meth:`record_load`.
+        self.created_ns = time.monotonic_ns()
+        self.load_ns: int | None = None
 
     def record_execution(
         self,
@@ -100,6 +144,9 @@ class ModelStats:
         """
         self.execution_count += 1
         self.inference_count += batch_size
+        self.last_compute = (input_ns, infer_ns, output_ns)
+        if self.latency is not None:
+            self.latency.on_compute(input_ns, infer_ns, output_ns, request_count)
         self.compute_input.add(input_ns * request_count, request_count)
         self.compute_infer.add(infer_ns * request_count, request_count)
         self.compute_output.add(output_ns * request_count, request_count)
@@ -114,10 +161,21 @@ class ModelStats:
         self.success.add(request_ns)
         self.queue.add(queue_ns)
         self.last_inference_ms = time.time_ns() // 1_000_000
+        if self.latency is not None:
+            self.latency.on_success(request_ns, queue_ns)
 
-    def record_failure(self, request_ns: int) -> None:
+    def record_failure(self, request_ns: int, reason: int = OTHER) -> None:
         self.fail.add(request_ns)
+        self.failures[reason] += 1
         self.last_inference_ms = time.time_ns() // 1_000_000
+
+    def record_started(self, request_count: int) -> None:
+        """``request_count`` queued requests began executing (pending gauge)."""
+        self.pending -= request_count
+
+    def record_load(self) -> None:
+        """The version finished loading (``nv_model_load_duration_secs``)."""
+        self.load_ns = time.monotonic_ns() - self.created_ns
 
     def record_response(self, index: int, infer_ns: int, output_ns: int, *, ok: bool, empty: bool) -> None:
         """Per-response timings (decoupled models send several per request)."""

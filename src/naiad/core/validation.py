@@ -127,12 +127,28 @@ def validate_request(
         request.batch_size = max(batch_size, 1) if batch_size >= 0 else 1
     else:
         request.batch_size = 1
+    if signature.sequence:
+        _check_sequence(request, model_name)
     outputs = signature.outputs
     for wanted in request.outputs:
         if wanted.name not in outputs:
             raise InvalidArgument(
                 f"unexpected inference output '{wanted.name}' for model '{model_name}'"
             )
+
+
+def _check_sequence(request: InferenceRequest, model_name: str) -> None:
+    """What the sequence batcher requires, checked before the request is queued (Triton's words)."""
+    if request.batch_size != 1:
+        raise InvalidArgument(
+            f"inference request to model '{model_name}' must specify batch-size 1 due to "
+            "requirements of sequence batcher"
+        )
+    if not request.correlation_id:
+        raise InvalidArgument(
+            f"inference request to model '{model_name}' must specify a non-zero or non-empty "
+            "correlation ID"
+        )
 
 
 def _to_numpy(

@@ -7,8 +7,16 @@ from dataclasses import dataclass
 
 from naiad.metrics.distributions import DEFAULT_QUANTILES
 
-_BOOL = {"true": True, "1": True, "yes": True, "on": True,
-         "false": False, "0": False, "no": False, "off": False}
+_BOOL = {
+    "true": True,
+    "1": True,
+    "yes": True,
+    "on": True,
+    "false": False,
+    "0": False,
+    "no": False,
+    "off": False,
+}
 
 
 @dataclass(frozen=True)

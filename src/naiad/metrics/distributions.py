@@ -51,7 +51,7 @@ class Histogram:
         """prometheus-cpp order: ``_count``, ``_sum``, then the cumulative buckets."""
         out = [Sample("_count", labels, self.count), Sample("_sum", labels, self.sum)]
         running = 0
-        for bound, n in zip((*self.bounds, math.inf), self.counts):
+        for bound, n in zip((*self.bounds, math.inf), self.counts, strict=True):
             running += n
             out.append(Sample("_bucket", (*labels, ("le", format_value(bound))), running))
         return out

@@ -69,9 +69,14 @@ def format_labels(labels: Sequence[tuple[str, str]]) -> str:
 
 
 def render(families: Iterable[FamilySnapshot]) -> str:
-    """The whole exposition body for ``families`` (in the order given)."""
+    """The whole exposition body for ``families`` (in the order given).
+
+    Families without samples are left out, as prometheus-cpp does.
+    """
     lines: list[str] = []
     for family in families:
+        if not family.samples:
+            continue
         lines.append(f"# HELP {family.name} {_escape_help(family.help)}")
         lines.append(f"# TYPE {family.name} {family.kind}")
         for sample in family.samples:

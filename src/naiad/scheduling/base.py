@@ -137,6 +137,7 @@ class Scheduler(abc.ABC):
             else:
                 request.queue_ns = now - request.queue_start_ns
                 live.append(request)
+        self.stats.record_started(len(live))  # the pending-requests gauge
         if not live:
             self.on_instance_free(instance)
             return

@@ -110,9 +110,13 @@ class DynamicBatcher(Scheduler):
         assert plan is not None
         self._planned = False
         self._plan = None
+        batch = []
         for entry in plan:
             self.queues.remove(entry)
-        return [entry.request for entry in plan]
+            batch.append(entry.request)
+            entry.request = None  # type: ignore[assignment]  # the heap may keep the entry
+        self.queues.compact()
+        return batch
 
     def _form(self, now: int) -> list[Entry] | None:
         """The batch to send now, or None to wait (with the delay timer armed)."""
@@ -187,9 +191,10 @@ class DynamicBatcher(Scheduler):
         rejected = self.queues.expire(now)
         self._planned = False
         for entry in rejected:
-            self._answer(
-                entry.request, InferenceResponse(error=Unavailable("Request timeout expired"))
-            )
+            request, entry.request = entry.request, None  # type: ignore[assignment]
+            self._answer(request, InferenceResponse(error=Unavailable("Request timeout expired")))
+        if rejected:
+            self.queues.compact()
         upcoming = self.queues.next_deadline()
         if upcoming and upcoming != self._deadline_at:
             self._arm_deadline(upcoming)

@@ -147,6 +147,13 @@ class PriorityQueues:
         self.levels[entry.level].size -= 1
         self.size -= 1
 
+    def compact(self) -> None:
+        """Drop departed entries from the heads, so no request outlives its answer here."""
+        for level in self.levels:
+            for queue in (level.waiting, level.delayed):
+                while queue and queue[0].state != QUEUED:
+                    queue.popleft()
+
     def next_deadline(self) -> int:
         """The earliest deadline of a queued entry, 0 if none."""
         heap = self._deadlines
@@ -166,6 +173,7 @@ class PriorityQueues:
             if level.policy.timeout_action == DELAY:
                 entry.state = GONE
                 moved = Entry(entry.request, entry.level, 0, entry.shape_key)
+                entry.request = None  # type: ignore[assignment]
                 level.delayed.append(moved)
             else:
                 self.remove(entry)

@@ -74,7 +74,7 @@ class TritonPythonModel:
                       pb_utils.get_input_tensor_by_name(request, "INPUT1")]
             bls = pb_utils.InferenceRequest(
                 model_name=target, requested_output_names=["OUTPUT0", "OUTPUT1"],
-                inputs=inputs, timeout=int(params.get("timeout", 0)),
+                inputs=inputs, timeout=int(params.get("bls_timeout", 0)),
                 parameters={{"delay": params.get("delay", 0)}},
             )
             response = {await_}bls.{exec_}(decoupled=bool(params.get("decoupled", False)))
@@ -199,21 +199,28 @@ def add_sub(
     source: str = ADD_SUB,
 ) -> Path:
     if mode != "process":
-        extra += f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
-    config = ADD_SUB_CONFIG.format(name=name, dtype=dtype, dims=dims, max_batch=max_batch,
-                                   count=count, extra=extra)
+        extra += (
+            f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
+        )
+    config = ADD_SUB_CONFIG.format(
+        name=name, dtype=dtype, dims=dims, max_batch=max_batch, count=count, extra=extra
+    )
     return write_model(repo, name, source, config)
 
 
 def bls(repo: Path, name: str = "bls", *, use_async: bool = False, mode: str = "process") -> Path:
-    source = BLS.format(async_="async " if use_async else "",
-                        await_="await " if use_async else "",
-                        exec_="async_exec" if use_async else "exec")
+    source = BLS.format(
+        async_="async " if use_async else "",
+        await_="await " if use_async else "",
+        exec_="async_exec" if use_async else "exec",
+    )
     return add_sub(repo, name, mode=mode, source=source)
 
 
 def repeat(repo: Path, name: str = "repeat", source: str = REPEAT, mode: str = "process") -> Path:
     config = REPEAT_CONFIG.format(name=name)
     if mode != "process":
-        config += f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
+        config += (
+            f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
+        )
     return write_model(repo, name, source, config)

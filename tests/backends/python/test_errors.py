@@ -41,14 +41,20 @@ def test_exception_in_execute(repo, serve, mode):
 @pytest.mark.parametrize(
     ("body", "text"),
     [
-        ("        return tuple()\n",
-         "Expected a list in the execute return, found type '<class 'tuple'>'."),
-        ("        return []\n",
-         "Number of InferenceResponse objects do not match the number of InferenceRequest "
-         "objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n"),
-        ("        return ['x' for r in requests]\n",
-         "Expected an 'InferenceResponse' object in the execute function return list, found "
-         "type '<class 'str'>'."),
+        (
+            "        return tuple()\n",
+            "Expected a list in the execute return, found type '<class 'tuple'>'.",
+        ),
+        (
+            "        return []\n",
+            "Number of InferenceResponse objects do not match the number of InferenceRequest "
+            "objects. InferenceRequest(s) size is:1, and InferenceResponse(s) size is:0\n",
+        ),
+        (
+            "        return ['x' for r in requests]\n",
+            "Expected an 'InferenceResponse' object in the execute function return list, found "
+            "type '<class 'str'>'.",
+        ),
     ],
 )
 def test_wrong_return_values(repo, serve, mode, body, text):
@@ -62,10 +68,14 @@ def test_wrong_return_values(repo, serve, mode, body, text):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_triton_error_code_travels(repo, serve, mode):
-    add_sub(repo, mode=mode, source=_model(
-        "        return [pb_utils.InferenceResponse(error=pb_utils.TritonError(\n"
-        "            'no such thing', pb_utils.TritonError.NOT_FOUND)) for r in requests]\n"
-    ))
+    add_sub(
+        repo,
+        mode=mode,
+        source=_model(
+            "        return [pb_utils.InferenceResponse(error=pb_utils.TritonError(\n"
+            "            'no such thing', pb_utils.TritonError.NOT_FOUND)) for r in requests]\n"
+        ),
+    )
     error = _fail(serve(repo))
     assert error.kind is Kind.NOT_FOUND
     assert error.message == "no such thing"
@@ -73,13 +83,17 @@ def test_triton_error_code_travels(repo, serve, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_initialize_failure_makes_the_model_unavailable(repo, serve, mode):
-    add_sub(repo, mode=mode, source=(
-        "class TritonPythonModel:\n"
-        "    def initialize(self, args):\n"
-        "        raise RuntimeError('no weights here')\n"
-        "    def execute(self, requests):\n"
-        "        return []\n"
-    ))
+    add_sub(
+        repo,
+        mode=mode,
+        source=(
+            "class TritonPythonModel:\n"
+            "    def initialize(self, args):\n"
+            "        raise RuntimeError('no weights here')\n"
+            "    def execute(self, requests):\n"
+            "        return []\n"
+        ),
+    )
     server = serve(repo, strict_readiness=False)
     reasons = dict(server.dataplane.failed_models())
     reason = reasons["add_sub version 1"]
@@ -97,18 +111,22 @@ def test_syntax_error_fails_the_load(repo, serve, mode):
 
 @pytest.mark.parametrize("mode", MODES)
 def test_sender_in_default_mode(repo, serve, mode):
-    add_sub(repo, mode=mode, source=_model(
-        "        for r in requests:\n"
-        "            s = r.get_response_sender()\n"
-        "            a = r.inputs()[0].as_numpy()\n"
-        "            s.send(pb_utils.InferenceResponse([pb_utils.Tensor('OUTPUT0', a),\n"
-        "                                               pb_utils.Tensor('OUTPUT1', a)]))\n"
-        "            try:\n"
-        "                s.send(pb_utils.InferenceResponse([]))\n"
-        "            except pb_utils.TritonModelException as e:\n"
-        "                assert 'cannot send more than one response' in str(e), str(e)\n"
-        "            s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
-        "        return [None for r in requests]\n"
-    ))
+    add_sub(
+        repo,
+        mode=mode,
+        source=_model(
+            "        for r in requests:\n"
+            "            s = r.get_response_sender()\n"
+            "            a = r.inputs()[0].as_numpy()\n"
+            "            s.send(pb_utils.InferenceResponse([pb_utils.Tensor('OUTPUT0', a),\n"
+            "                                               pb_utils.Tensor('OUTPUT1', a)]))\n"
+            "            try:\n"
+            "                s.send(pb_utils.InferenceResponse([]))\n"
+            "            except pb_utils.TritonModelException as e:\n"
+            "                assert 'cannot send more than one response' in str(e), str(e)\n"
+            "            s.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)\n"
+            "        return [None for r in requests]\n"
+        ),
+    )
     out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
     assert out["OUTPUT0"].tolist() == A.tolist()

@@ -36,9 +36,15 @@ def test_initialize_args(repo, serve, mode):
     server = serve(repo)
     _, info = echo(server)
     args = info["args"]
-    assert set(args) == {"model_config", "model_instance_kind", "model_instance_name",
-                         "model_instance_device_id", "model_repository", "model_version",
-                         "model_name"}
+    assert set(args) == {
+        "model_config",
+        "model_instance_kind",
+        "model_instance_name",
+        "model_instance_device_id",
+        "model_repository",
+        "model_version",
+        "model_name",
+    }
     assert args["model_name"] == "add_sub"
     assert args["model_version"] == "1"
     assert args["model_instance_kind"] == "CPU"
@@ -61,8 +67,14 @@ def test_instances_are_processes(repo, serve):
 def test_request_fields_reach_the_model(repo, serve, mode):
     add_sub(repo, mode=mode)
     server = serve(repo)
-    response, info = echo(server, id="r-1", correlation_id="seq-a", sequence_start=True,
-                          parameters={"k": "v", "n": 3, "b": True}, outputs=["OUTPUT1"])
+    response, info = echo(
+        server,
+        id="r-1",
+        correlation_id="seq-a",
+        sequence_start=True,
+        parameters={"k": "v", "n": 3, "b": True},
+        outputs=["OUTPUT1"],
+    )
     assert info["id"] == "r-1"
     assert info["corr"] == "seq-a"
     assert info["flags"] == 1
@@ -107,17 +119,23 @@ class TritonPythonModel:
 
 @pytest.mark.parametrize("mode", MODES)
 def test_dynamic_batching_gives_several_requests(repo, serve, mode):
-    add_sub(repo, max_batch=8, mode=mode,
-            extra="dynamic_batching { max_queue_delay_microseconds: 20000 }")
+    add_sub(
+        repo,
+        max_batch=8,
+        mode=mode,
+        extra="dynamic_batching { max_queue_delay_microseconds: 20000 }",
+    )
     server = serve(repo)
 
     async def many():
         import asyncio
 
-        return await asyncio.gather(*(
-            server.infer_async("add_sub", {"INPUT0": A[None] + i, "INPUT1": B[None]})
-            for i in range(6)
-        ))
+        return await asyncio.gather(
+            *(
+                server.infer_async("add_sub", {"INPUT0": A[None] + i, "INPUT1": B[None]})
+                for i in range(6)
+            )
+        )
 
     results = server._call(many())
     for i, out in enumerate(results):
@@ -157,7 +175,10 @@ def test_auto_complete_config(repo, serve):
 
 
 def test_auto_complete_error_fails_the_load(repo, serve):
-    write_model(repo, "auto", """
+    write_model(
+        repo,
+        "auto",
+        """
 class TritonPythonModel:
     @staticmethod
     def auto_complete_config(config):
@@ -166,15 +187,20 @@ class TritonPythonModel:
 
     def execute(self, requests):
         return []
-""", None)
+""",
+        None,
+    )
     server = serve(repo, strict_readiness=False)
     reasons = dict(server.dataplane.failed_models())
     assert "missing 'dims' property" in reasons["auto"]
 
 
 def test_execution_env_path_does_not_fail(repo, serve):
-    add_sub(repo, extra='parameters { key: "EXECUTION_ENV_PATH" value: '
-                       '{ string_value: "$$TRITON_MODEL_DIRECTORY/missing_env.tar.gz" } }')
+    add_sub(
+        repo,
+        extra='parameters { key: "EXECUTION_ENV_PATH" value: '
+        '{ string_value: "$$TRITON_MODEL_DIRECTORY/missing_env.tar.gz" } }',
+    )
     server = serve(repo)
     out = server.infer("add_sub", {"INPUT0": A, "INPUT1": B})
     np.testing.assert_array_equal(out["OUTPUT0"], A + B)

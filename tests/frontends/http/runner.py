@@ -7,9 +7,8 @@ from typing import Any
 
 import numpy as np
 import tritonclient.http as httpclient
-from tritonclient.utils import InferenceServerException, np_to_triton_dtype
-
 from cases.infer_cases import InferCase
+from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 #: the HTTP status each core error kind must come back as (rest.md §1.3)
 HTTP_STATUS = {

@@ -44,9 +44,7 @@ def test_generate_errors(conn: http.client.HTTPConnection) -> None:
     status, _, data = request(conn, "POST", "/v2/models/nope/generate", b"{}")
     assert status == 404
     assert "unknown model" in error_of(data)
-    status, _, data = request(
-        conn, "POST", "/v2/models/text/generate", b'{"x": {"a": 1}}'
-    )
+    status, _, data = request(conn, "POST", "/v2/models/text/generate", b'{"x": {"a": 1}}')
     assert status == 400
     assert "parameter 'x' has invalid type" in error_of(data)
     status, _, data = request(

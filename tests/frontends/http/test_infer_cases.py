@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from cases.infer_cases import CASES, InferCase
+
 from frontends.http.runner import run_aio, run_sync
 
 BINARY = [pytest.param(True, id="binary"), pytest.param(False, id="json")]

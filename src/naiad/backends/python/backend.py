@@ -17,14 +17,13 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from triton_python_backend_utils._runner import ModelRunner
-
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.python import launcher
 from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
 from naiad.backends.python.thread import ThreadHost, ThreadInstance
 from naiad.core.errors import InvalidArgument, Unavailable
+from triton_python_backend_utils._runner import ModelRunner
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -80,8 +79,9 @@ class PythonBackend(Backend):
         if not model_file.is_file() or not _may_auto_complete(model_dir):
             return
         interpreter = launcher.interpreter_for(_parameter(config, "EXECUTION_ENV_PATH"), model_dir)
-        completed = launcher.run_auto_complete(interpreter, model_file, version,
-                                               config_to_json(config))
+        completed = launcher.run_auto_complete(
+            interpreter, model_file, version, config_to_json(config)
+        )
         if completed is not None:
             config.CopyFrom(config_from_json(completed, str(model_file)))
 
@@ -110,7 +110,8 @@ class PythonBackend(Backend):
         }
         services = Services(ctx.services)
         mode = _parameter(config, "NAIAD_EXECUTION_MODE") or ctx.options.get(
-            "execution-mode", "process")
+            "execution-mode", "process"
+        )
         if mode == "thread":
             runner = ModelRunner(spec.name, decoupled, outputs)
             return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)

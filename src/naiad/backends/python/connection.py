@@ -13,16 +13,16 @@ import collections
 import logging
 import os
 import subprocess
-from typing import Any, Callable
-
-from triton_python_backend_utils import _wire
-from triton_python_backend_utils._arena import Segment
-from triton_python_backend_utils._link import Link
+from collections.abc import Callable
+from typing import Any
 
 from naiad.backends.python import convert
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
+from triton_python_backend_utils import _wire
+from triton_python_backend_utils._arena import Segment
+from triton_python_backend_utils._link import Link
 
 log = logging.getLogger("naiad")
 _LOG_LEVELS = (logging.INFO, logging.WARNING, logging.ERROR, logging.DEBUG)
@@ -140,9 +140,11 @@ class StubConnection:
             self._ids += 1
             handle = self._ids
             entry = _Live(request)
-            entries.append(convert.request_entry(
-                request, handle, link.pool, seq, self.output_names, entry.pins
-            ))
+            entries.append(
+                convert.request_entry(
+                    request, handle, link.pool, seq, self.output_names, entry.pins
+                )
+            )
             live[handle] = entry
             handles.append(handle)
         self._ids += 1
@@ -176,13 +178,14 @@ class StubConnection:
             return
         tensor = self.link.tensor
         responses = []
-        for entry, item in zip(entries, body["r"]):
+        for entry, item in zip(entries, body["r"], strict=True):
             if item is not None:
                 responses.append(convert.response_from(item, tensor))
             else:
-                responses.append(entry.held or InferenceResponse(error=Internal(
-                    "no response was sent for the request"
-                )))
+                responses.append(
+                    entry.held
+                    or InferenceResponse(error=Internal("no response was sent for the request"))
+                )
         future.set_result(responses)
 
     def _on_response(self, body: dict[str, Any]) -> None:
@@ -301,8 +304,8 @@ class StubConnection:
                 handlers[mtype](body)
                 link.consumed(seq)
 
-    def die(self) -> None:
-        """The stub is gone: fail what it held, tell the instance."""
+    def close(self) -> None:
+        """Stop reading and close the socket (idempotent)."""
         if not self.alive:
             return
         self.alive = False
@@ -314,6 +317,12 @@ class StubConnection:
             self.link.sock.close()
         except OSError:
             pass
+
+    def die(self) -> None:
+        """The stub is gone: fail what it held, tell the instance."""
+        if not self.alive:
+            return
+        self.close()
         error = Internal(f"Stub process '{self.name}' is not healthy.")
         batches, self._batches = self._batches, {}
         live, self._live = self._live, {}
@@ -339,4 +348,3 @@ class StubConnection:
 def on_log(body: dict[str, Any]) -> None:
     level = body.get("l", 0)
     log.log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else logging.INFO, "%s", body["m"])
-

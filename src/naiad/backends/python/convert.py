@@ -5,8 +5,6 @@ from __future__ import annotations
 from typing import Any
 
 import numpy as np
-from triton_python_backend_utils import _wire
-from triton_python_backend_utils._arena import Pool, Segment
 
 from naiad.core import datatypes
 from naiad.core.errors import Kind, NaiadError
@@ -17,6 +15,8 @@ from naiad.core.types import (
     OutputTensor,
     RequestedOutput,
 )
+from triton_python_backend_utils import _wire
+from triton_python_backend_utils._arena import Pool, Segment
 
 #: pb_utils.TritonError codes (TRITONSERVER_Error_Code) to core kinds and back.
 KINDS: tuple[Kind, ...] = (
@@ -62,8 +62,16 @@ def request_entry(
     if params and not RESERVED_PARAMETERS.isdisjoint(params):
         params = {k: v for k, v in params.items() if k not in RESERVED_PARAMETERS}
     requested = [o.name for o in request.outputs] if request.outputs else all_outputs
-    return [handle, request.id, request.correlation_id, request.flags, request.timeout_us,
-            params, requested, inputs]
+    return [
+        handle,
+        request.id,
+        request.correlation_id,
+        request.flags,
+        request.timeout_us,
+        params,
+        requested,
+        inputs,
+    ]
 
 
 def response_from(body: dict[str, Any], tensor: Any, final: bool = True) -> InferenceResponse:
@@ -86,9 +94,11 @@ def response_body(response: InferenceResponse, pool: Pool, seq: int) -> dict[str
     for tensor in response.outputs:
         if tensor.data is None:
             continue
-        outputs.append(_wire.put_tensor(
-            pool, seq, tensor.name, tensor.datatype.config_enum, tensor.data, False
-        )[0])
+        outputs.append(
+            _wire.put_tensor(
+                pool, seq, tensor.name, tensor.datatype.config_enum, tensor.data, False
+            )[0]
+        )
     body: dict[str, Any] = {"o": outputs}
     if response.parameters:
         body["p"] = response.parameters

@@ -22,7 +22,6 @@ import threading
 from pathlib import Path
 
 import triton_python_backend_utils
-
 from naiad.core.errors import InvalidArgument
 
 log = logging.getLogger("naiad")
@@ -59,16 +58,20 @@ def interpreter_for(env_path: str, model_dir: Path) -> Interpreter:
     try:
         root = path if path.is_dir() else _unpacked(path)
     except (OSError, tarfile.TarError) as exc:
-        log.warning("EXECUTION_ENV_PATH '%s' cannot be used (%s); using the server's Python",
-                    path, exc)
+        log.warning(
+            "EXECUTION_ENV_PATH '%s' cannot be used (%s); using the server's Python", path, exc
+        )
         return Interpreter(sys.executable, env)
     for name in ("python3", "python"):
         candidate = root / "bin" / name
         if candidate.exists():
             env["PATH"] = f"{root / 'bin'}{os.pathsep}{env.get('PATH', '')}"
             libs = str(root / "lib")
-            env["LD_LIBRARY_PATH"] = f"{libs}{os.pathsep}{env['LD_LIBRARY_PATH']}" if env.get(
-                "LD_LIBRARY_PATH") else libs
+            env["LD_LIBRARY_PATH"] = (
+                f"{libs}{os.pathsep}{env['LD_LIBRARY_PATH']}"
+                if env.get("LD_LIBRARY_PATH")
+                else libs
+            )
             env.pop("PYTHONHOME", None)
             env.pop("PYTHONPATH", None)  # the server's packages may not suit that interpreter
             return Interpreter(str(candidate), env)
@@ -116,11 +119,15 @@ def run_auto_complete(
     interpreter: Interpreter, model_file: Path, version: int, config_json: str
 ) -> str | None:
     """Run ``auto_complete_config`` in a throw-away process; the new config JSON or None."""
-    request = json.dumps({"model_file": str(model_file), "version": str(version),
-                          "config": config_json})
+    request = json.dumps(
+        {"model_file": str(model_file), "version": str(version), "config": config_json}
+    )
     done = subprocess.run(
         [interpreter.executable, "-c", BOOTSTRAP, PACKAGE_DIR, "autocomplete"],
-        input=request.encode(), capture_output=True, env=interpreter.env, check=False,
+        input=request.encode(),
+        capture_output=True,
+        env=interpreter.env,
+        check=False,
     )
     if done.stderr:
         sys.stderr.write(done.stderr.decode(errors="replace"))

@@ -15,16 +15,15 @@ import os
 import threading
 from typing import Any
 
-from triton_python_backend_utils import _wire
-from triton_python_backend_utils._arena import anonymous_fd
-from triton_python_backend_utils._link import CTRL_BYTES
-
 from naiad.backends.base import ModelInstance
 from naiad.backends.python import convert, launcher
 from naiad.backends.python.connection import ServerLink, StubConnection, on_log
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import InferenceRequest
+from triton_python_backend_utils import _wire
+from triton_python_backend_utils._arena import anonymous_fd
+from triton_python_backend_utils._link import CTRL_BYTES
 
 log = logging.getLogger("naiad")
 
@@ -62,8 +61,9 @@ def start_stub(settings: StubSettings) -> StubConnection:
         link.send_frame(_wire.encode(_wire.INIT, 0, settings.init), [ctrl])
     finally:
         os.close(ctrl)
-    conn = StubConnection(settings.name, proc, link, settings.decoupled,
-                          settings.output_names, settings.services)
+    conn = StubConnection(
+        settings.name, proc, link, settings.decoupled, settings.output_names, settings.services
+    )
     try:
         _handshake(conn)
     except BaseException:
@@ -92,8 +92,14 @@ def _handshake(conn: StubConnection) -> None:
             on_log(body)
         elif mtype in (_wire.BLS, _wire.CONTROL):
             reply = _wire.BLS_RESPONSE if mtype == _wire.BLS else _wire.CONTROL_REPLY
-            link.send(reply, {"i": body["i"], "f": True,
-                              "e": [4, "BLS and model control are not available in initialize"]})
+            link.send(
+                reply,
+                {
+                    "i": body["i"],
+                    "f": True,
+                    "e": [4, "BLS and model control are not available in initialize"],
+                },
+            )
         if mtype != _wire.SEGMENT:
             link.consumed(seq)
 
@@ -159,8 +165,11 @@ class ProcessInstance(ModelInstance):
     def _on_death(self, conn: StubConnection) -> None:
         if conn is not self._conn or self._closing:
             return
-        log.error("Stub process '%s' is not healthy (exit code %s); restarting it",
-                  self.name, conn.proc.poll())
+        log.error(
+            "Stub process '%s' is not healthy (exit code %s); restarting it",
+            self.name,
+            conn.proc.poll(),
+        )
         self._begin_restart()
 
     def _begin_restart(self) -> None:
@@ -222,9 +231,10 @@ class ProcessInstance(ModelInstance):
 
             async def finalize() -> None:
                 if conn.alive:
-                    await asyncio.wait_for(conn.request_finalize(), timeout)
-                conn.alive = False
-                loop.remove_reader(conn.link.sock.fileno())
+                    try:
+                        await asyncio.wait_for(conn.request_finalize(), timeout)
+                    finally:
+                        conn.close()
 
             try:
                 asyncio.run_coroutine_threadsafe(finalize(), loop).result(timeout + 1)
@@ -243,10 +253,12 @@ class ProcessInstance(ModelInstance):
                         on_log(body)
                     elif mtype == _wire.FINALIZED:
                         if body.get("e"):
-                            log.error("finalize of Python model instance '%s' failed: %s",
-                                      self.name, body["e"])
+                            log.error(
+                                "finalize of Python model instance '%s' failed: %s",
+                                self.name,
+                                body["e"],
+                            )
                         break
             except OSError as exc:
                 log.warning("finalize of '%s' did not finish: %r", self.name, exc)
         _reap(conn)
-

@@ -8,7 +8,8 @@ Triton, failures come back as error responses, never as exceptions.
 from __future__ import annotations
 
 import asyncio
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from naiad.core.errors import NaiadError, NotFound, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse
@@ -30,7 +31,9 @@ class Services:
     def __init__(self, dataplane: Any) -> None:
         self.dataplane = dataplane
 
-    async def bls(self, request: InferenceRequest, decoupled: bool, on_response: OnResponse) -> None:
+    async def bls(
+        self, request: InferenceRequest, decoupled: bool, on_response: OnResponse
+    ) -> None:
         """Run ``request``; every response goes to ``on_response``, the last with ``final``."""
         try:
             if not decoupled:

@@ -15,13 +15,6 @@ from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import numpy as np
-from triton_python_backend_utils import _host
-from triton_python_backend_utils._errors import TritonError, TritonModelException
-from triton_python_backend_utils._request import InferenceRequest as PbRequest
-from triton_python_backend_utils._response import InferenceResponse as PbResponse
-from triton_python_backend_utils._response import ResponseIterator
-from triton_python_backend_utils._runner import BatchError, ModelRunner, OutputError
-from triton_python_backend_utils._tensor import Tensor
 
 from naiad.backends.base import ModelInstance
 from naiad.backends.python import convert
@@ -30,6 +23,13 @@ from naiad.backends.python.services import Services
 from naiad.core import datatypes
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, OutputTensor
+from triton_python_backend_utils import _host
+from triton_python_backend_utils._errors import TritonError, TritonModelException
+from triton_python_backend_utils._request import InferenceRequest as PbRequest
+from triton_python_backend_utils._response import InferenceResponse as PbResponse
+from triton_python_backend_utils._response import ResponseIterator
+from triton_python_backend_utils._runner import BatchError, ModelRunner, OutputError
+from triton_python_backend_utils._tensor import Tensor
 
 log = logging.getLogger("naiad")
 _BF16 = datatypes.BF16.config_enum
@@ -43,17 +43,23 @@ def _core_array(array: np.ndarray, code: int) -> np.ndarray:
     return array.view(datatypes.BF16.numpy) if code == _BF16 else array
 
 
-def core_response(runner: ModelRunner, response: PbResponse, requested: list[str], final: bool = True) -> InferenceResponse:
+def core_response(
+    runner: ModelRunner, response: PbResponse, requested: list[str], final: bool = True
+) -> InferenceResponse:
     error = response.error()
     if error is not None:
-        return InferenceResponse(error=convert.error_of(int(error.code()), error.message()), final=final)
+        return InferenceResponse(
+            error=convert.error_of(int(error.code()), error.message()), final=final
+        )
     try:
         tensors = runner.outputs(response, requested)
     except OutputError as exc:
         return InferenceResponse(error=convert.error_of(exc.code, exc.message), final=final)
     by_enum = datatypes.BY_CONFIG_ENUM
     outputs = [
-        OutputTensor(t._name, by_enum[t._dtype], tuple(t._array.shape), _core_array(t._array, t._dtype))
+        OutputTensor(
+            t._name, by_enum[t._dtype], tuple(t._array.shape), _core_array(t._array, t._dtype)
+        )
         for t in tensors
     ]
     return InferenceResponse(outputs=outputs, parameters=dict(response._parameters), final=final)
@@ -61,10 +67,13 @@ def core_response(runner: ModelRunner, response: PbResponse, requested: list[str
 
 def pb_response(response: InferenceResponse) -> PbResponse:
     if response.error is not None:
-        return PbResponse(error=TritonError(response.error.message, convert.CODES.get(response.error.kind, 1)))
+        return PbResponse(
+            error=TritonError(response.error.message, convert.CODES.get(response.error.kind, 1))
+        )
     tensors = [
         Tensor._wrap(t.name, _pb_array(t.data, t.datatype.config_enum), t.datatype.config_enum)
-        for t in response.outputs if t.data is not None
+        for t in response.outputs
+        if t.data is not None
     ]
     return PbResponse(tensors, parameters=response.parameters or None)
 
@@ -95,15 +104,22 @@ class ThreadHost:
 
     def _core_request(self, request: PbRequest) -> InferenceRequest:
         body = {
-            "m": request._model_name, "v": request._model_version, "id": request._request_id,
-            "c": request._correlation_id, "fl": request._flags, "t": request._timeout,
-            "p": request._parameters, "ro": request._requested,
+            "m": request._model_name,
+            "v": request._model_version,
+            "id": request._request_id,
+            "c": request._correlation_id,
+            "fl": request._flags,
+            "t": request._timeout,
+            "p": request._parameters,
+            "ro": request._requested,
         }
         core = convert.bls_request(body, None)
         by_enum = datatypes.BY_CONFIG_ENUM
         for t in request._inputs:
             dt = by_enum[t._dtype]
-            core.inputs.append(InferInput(t._name, dt, tuple(t._array.shape), _core_array(t._array, t._dtype)))
+            core.inputs.append(
+                InferInput(t._name, dt, tuple(t._array.shape), _core_array(t._array, t._dtype))
+            )
         return core
 
     def bls(self, request: PbRequest, decoupled: bool) -> Any:
@@ -111,21 +127,26 @@ class ThreadHost:
         core = self._core_request(request)
         if decoupled:
             iterator = ResponseIterator(cancel=lambda: setattr(core, "cancelled", True))
-            asyncio.run_coroutine_threadsafe(self.services.bls(
-                core, True, lambda r: iterator._put(pb_response(r), r.final)
-            ), self.loop)
+            asyncio.run_coroutine_threadsafe(
+                self.services.bls(core, True, lambda r: iterator._put(pb_response(r), r.final)),
+                self.loop,
+            )
             return iterator
         got: list[InferenceResponse] = []
-        asyncio.run_coroutine_threadsafe(self.services.bls(core, False, got.append), self.loop).result()
+        asyncio.run_coroutine_threadsafe(
+            self.services.bls(core, False, got.append), self.loop
+        ).result()
         return pb_response(got[-1])
 
     async def bls_async(self, request: PbRequest, decoupled: bool) -> Any:
         assert self.loop is not None
         core = self._core_request(request)
         got: list[InferenceResponse] = []
-        await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(
-            self.services.bls(core, decoupled, got.append), self.loop
-        ))
+        await asyncio.wrap_future(
+            asyncio.run_coroutine_threadsafe(
+                self.services.bls(core, decoupled, got.append), self.loop
+            )
+        )
         if not decoupled:
             return pb_response(got[-1])
         iterator = ResponseIterator()
@@ -153,7 +174,9 @@ class ThreadHost:
 class ThreadInstance(ModelInstance):
     is_async = True
 
-    def __init__(self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]) -> None:
+    def __init__(
+        self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]
+    ) -> None:
         self.runner = runner
         self.host = host
         self.name = runner.instance_name
@@ -183,17 +206,36 @@ class ThreadInstance(ModelInstance):
         outputs = list(runner.output_names)
         pb = []
         for i, r in enumerate(requests):
-            tensors = [Tensor._wrap(t.name, _pb_array(t.array(), t.datatype.config_enum), t.datatype.config_enum) for t in r.inputs]
+            tensors = [
+                Tensor._wrap(
+                    t.name, _pb_array(t.array(), t.datatype.config_enum), t.datatype.config_enum
+                )
+                for t in r.inputs
+            ]
             requested = [o.name for o in r.outputs] if r.outputs else outputs
             params = {k: v for k, v in r.parameters.items() if k not in convert.RESERVED_PARAMETERS}
-            req = PbRequest._incoming(host, i, tensors, requested, r.id, r.correlation_id, r.flags, r.timeout_us, params, self._model_name, self._version)
+            req = PbRequest._incoming(
+                host,
+                i,
+                tensors,
+                requested,
+                r.id,
+                r.correlation_id,
+                r.flags,
+                r.timeout_us,
+                params,
+                self._model_name,
+                self._version,
+            )
             req._core = r  # type: ignore[attr-defined]
             req._held = None  # type: ignore[attr-defined]
             pb.append(req)
         _host.bind(host)
         try:
             if runner.async_execute:
-                future = asyncio.run_coroutine_threadsafe(runner.execute_async(pb), self._event_loop())
+                future = asyncio.run_coroutine_threadsafe(
+                    runner.execute_async(pb), self._event_loop()
+                )
                 if runner.decoupled:
                     future.add_done_callback(lambda f: self._after_async(pb, f))
                     return None
@@ -208,13 +250,20 @@ class ThreadInstance(ModelInstance):
         if checked is None:
             return None
         out = []
-        for req, response in zip(pb, checked):
+        for req, response in zip(pb, checked, strict=True):
             if response is not None:
                 out.append(core_response(runner, response, req._requested))
             else:
-                out.append(req._held or InferenceResponse(error=Internal(runner.failed(  # type: ignore[attr-defined]
-                    "execute returned None for a request that was not answered through its response sender."
-                ))))
+                out.append(
+                    req._held
+                    or InferenceResponse(
+                        error=Internal(
+                            runner.failed(  # type: ignore[attr-defined]
+                                "execute returned None for a request that was not answered through its response sender."
+                            )
+                        )
+                    )
+                )
         return out
 
     def _after_async(self, pb: list[PbRequest], future: Any) -> None:

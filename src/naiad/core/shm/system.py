@@ -88,9 +88,10 @@ class SystemRegion(Region):
                         offset=aligned,
                     )
                 except (OSError, ValueError) as exc:
+                    reason = getattr(exc, "strerror", None) or str(exc)
                     raise InvalidArgument(
                         f"failed to register shared memory region '{name}': "
-                        f"unable to process address space{exc.strerror or exc}"
+                        f"unable to process address space{reason}"
                     ) from None
         finally:
             os.close(fd)  # the mapping outlives the descriptor, as in Triton

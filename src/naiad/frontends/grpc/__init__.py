@@ -2,5 +2,12 @@
 
 ``grpc_service.proto`` and its generated modules define the wire format;
 ``codec`` turns inference messages into core requests and core responses
-into messages; ``errors`` maps core error kinds to gRPC status codes.
+into messages; ``errors`` maps core error kinds to gRPC status codes;
+``service``, ``infer`` and ``stream`` implement the rpcs over the data
+plane; ``handlers`` and ``health`` build the method tables; ``server``
+starts and stops the ``grpc.aio`` server.
 """
+
+from naiad.frontends.grpc.server import GrpcFrontend, start
+
+__all__ = ["GrpcFrontend", "start"]

@@ -296,7 +296,9 @@ def _contents_array(
 
 
 def encode_infer_response(
-    response: InferenceResponse, request: InferenceRequest | None = None
+    response: InferenceResponse,
+    request: InferenceRequest | None = None,
+    into: pb.ModelInferResponse | None = None,
 ) -> pb.ModelInferResponse:
     """The ``ModelInferResponse`` for a successful core response (grpc.md §4.6).
 
@@ -304,13 +306,13 @@ def encode_infer_response(
     index: perf_analyzer indexes it without bounds checks.  Outputs written to
     shared memory and zero-byte outputs get an empty entry.  ``request``
     supplies the model name and id when the response lacks them (e.g. an
-    empty final response of a decoupled model).
+    empty final response of a decoupled model).  ``into`` is filled instead of
+    a new message (the ``infer_response`` of a stream message: no nested copy).
     """
-    msg = pb.ModelInferResponse(
-        model_name=response.model_name or (request.model_name if request else ""),
-        model_version=str(response.model_version),
-        id=response.id or (request.id if request else ""),
-    )
+    msg = pb.ModelInferResponse() if into is None else into
+    msg.model_name = response.model_name or (request.model_name if request else "")
+    msg.model_version = str(response.model_version)
+    msg.id = response.id or (request.id if request else "")
     if response.parameters:
         set_parameters(msg.parameters, response.parameters)
     outputs = msg.outputs

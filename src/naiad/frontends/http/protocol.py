@@ -208,10 +208,11 @@ class HttpConnection(asyncio.Protocol):
             return
         close = not request.keep_alive or self.shutting_down
         body = response.body
-        head = response.head(body_length(body), close)
+        length = body_length(body)
+        head = response.head(length, close)
         if not body:
             transport.write(head)
-        elif len(body) == 1 or body_length(body) < _JOIN_BELOW:
+        elif length < _JOIN_BELOW:
             transport.write(b"".join([head, *body]))
         else:
             transport.writelines([head, *body])

@@ -1,0 +1,172 @@
+"""naiad vs the reference Triton over gRPC, driven by perf_analyzer ``-i grpc``.
+
+Same models and caveat as ``http_bench.py`` (whose repository builder this
+reuses): naiad serves an ONNX identity model, the reference Triton (CPU
+build, Python backend only) a Python-backend identity model, both FP32
+[-1,16] with max_batch_size 8 -- the comparison is of the servers' request
+paths, not of the same backend.
+
+Runs are interleaved (naiad, Triton, naiad, ...; the order flips every
+round) at each concurrency, and the median of ``--rounds`` rounds is
+reported.  ``--streaming`` measures ``ModelStreamInfer`` instead of unary
+``ModelInfer``.  On a shared machine the numbers move with whatever else
+runs: compare ratios from one run, not absolute numbers across runs.
+
+    python benchmarks/grpc_bench.py [--rounds 3] [--interval 3000] [--concurrency 1 8 32]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from http_bench import PERF_ANALYZER, TRITONSERVER, build_repositories, free_port
+
+NAIAD_MAIN = """
+import signal, sys
+from naiad import Server
+server = Server(model_repository=sys.argv[1], grpc_port=int(sys.argv[2]))
+server.start()
+signal.sigwait([signal.SIGTERM, signal.SIGINT])
+server.stop()
+"""
+
+_NUM = r"([0-9.]+)"
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Poll the standard health service until it answers SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            try:
+                answer = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
+
+
+def start_naiad(repo: Path, port: int, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port)],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def start_triton(repo: Path, port: int, log: Path) -> subprocess.Popen:
+    return subprocess.Popen(
+        [str(TRITONSERVER), "--model-repository", str(repo), "--grpc-address", "127.0.0.1",
+         "--grpc-port", str(port), "--allow-http", "false", "--allow-metrics", "false"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def perf(port: int, concurrency: int, streaming: bool, interval_ms: int) -> dict[str, float]:
+    command = [
+        str(PERF_ANALYZER), "-m", "identity_fp32", "-i", "grpc", "-u", f"127.0.0.1:{port}",
+        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
+        "--stability-percentage", "1000", "--max-trials", "3",
+    ]  # fmt: skip
+    if streaming:
+        command.append("--streaming")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    out = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"perf_analyzer failed:\n{out}")
+    throughput = float(re.findall(r"Throughput: " + _NUM, out)[-1])
+    p50 = float(re.findall(r"p50 latency: " + _NUM, out)[-1])
+    p99 = float(re.findall(r"p99 latency: " + _NUM, out)[-1])
+    return {"throughput": throughput, "p50": p50, "p99": p99}
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--interval", type=int, default=3000, help="measurement window, ms")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
+    parser.add_argument("--streaming", action="store_true", help="ModelStreamInfer")
+    parser.add_argument("--naiad-only", action="store_true")
+    args = parser.parse_args()
+    if not PERF_ANALYZER.exists():
+        print(f"perf_analyzer not found at {PERF_ANALYZER}; run shared/tools/setup-reference.sh")
+        return 2
+    with_triton = TRITONSERVER.exists() and not args.naiad_only
+    results: dict[tuple[str, int], list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="naiad-grpc-bench-") as tmp:
+        naiad_repo, triton_repo = build_repositories(Path(tmp))
+        servers: dict[str, tuple[subprocess.Popen, int]] = {}
+        try:
+            port = free_port()
+            servers["naiad"] = (start_naiad(naiad_repo, port, Path(tmp) / "naiad.log"), port)
+            if with_triton:
+                port = free_port()
+                proc = start_triton(triton_repo, port, Path(tmp) / "triton.log")
+                servers["triton"] = (proc, port)
+            for proc, port in servers.values():
+                wait_ready(port, proc)
+            for rnd in range(args.rounds):
+                for c in args.concurrency:
+                    order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
+                    for name in order:
+                        r = perf(servers[name][1], c, args.streaming, args.interval)
+                        results.setdefault((name, c), []).append(r)
+                        print(f"round {rnd + 1} {name:6} c={c:<3} {r['throughput']:9.1f} infer/s  "
+                              f"p50 {r['p50']:7.0f} us  p99 {r['p99']:7.0f} us", flush=True)  # fmt: skip
+        finally:
+            for proc, _ in servers.values():
+                proc.terminate()
+            for proc, _ in servers.values():
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+    report(results, args, with_triton)
+    return 0
+
+
+def _median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def report(results: dict, args: argparse.Namespace, with_triton: bool) -> None:
+    rpc = "ModelStreamInfer" if args.streaming else "ModelInfer"
+    print()
+    print("CAVEAT: naiad serves an ONNX identity model, the reference Triton (CPU build, Python")
+    print(f"backend only) a Python-backend identity model. {rpc}; medians of {args.rounds} rounds.")
+    print("Numbers are noisy on a shared machine; compare the ratios of one run.")
+    print()
+    head = "| c | naiad infer/s | naiad p50 us | naiad p99 us |"
+    if with_triton:
+        head += " Triton infer/s | Triton p50 us | Triton p99 us | throughput x | p99 x |"
+    print(head)
+    print("|" + "---|" * (head.count("|") - 1))
+    for c in args.concurrency:
+        n = results[("naiad", c)]
+        row = (f"| {c} | {_median(n, 'throughput'):.0f} | {_median(n, 'p50'):.0f} "
+               f"| {_median(n, 'p99'):.0f} |")  # fmt: skip
+        if with_triton:
+            t = results[("triton", c)]
+            ratio = _median(n, "throughput") / _median(t, "throughput")
+            p99 = _median(n, "p99") / _median(t, "p99")
+            row += (f" {_median(t, 'throughput'):.0f} | {_median(t, 'p50'):.0f} | "
+                    f"{_median(t, 'p99'):.0f} | {ratio:.2f} | {p99:.2f} |")  # fmt: skip
+        print(row)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

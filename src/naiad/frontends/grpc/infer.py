@@ -1,0 +1,57 @@
+"""``ModelInfer``: decode, run through the data plane, encode (grpc.md §4.7).
+
+The hot path of the unary rpc.  A call the client cancels (or whose
+deadline passes) cancels this coroutine; the request is then marked
+``cancelled`` so a scheduler that has not started it answers it without
+running the model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import re
+from typing import TYPE_CHECKING
+
+import grpc
+
+from naiad.core.errors import NaiadError
+from naiad.frontends.grpc import grpc_service_pb2 as pb
+from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
+from naiad.frontends.grpc.errors import status_of
+from naiad.frontends.grpc.restricted import forward_headers
+
+if TYPE_CHECKING:
+    from naiad.core.dataplane import DataPlane
+
+log = logging.getLogger("naiad.grpc")
+
+ENDPOINT = "ModelInfer RPC"
+
+
+class ModelInfer:
+    """The ``ModelInfer`` handler with the server's header-forwarding pattern bound in."""
+
+    def __init__(self, dataplane: DataPlane, forward: re.Pattern[str] | None = None) -> None:
+        self.dp = dataplane
+        self.forward = forward
+
+    async def rpc(
+        self, msg: pb.ModelInferRequest, context: grpc.aio.ServicerContext
+    ) -> pb.ModelInferResponse:
+        try:
+            request = decode_infer_request(msg)
+            if self.forward is not None:
+                forward_headers(request, context.invocation_metadata(), self.forward)
+            try:
+                response = await self.dp.infer(request, endpoint=ENDPOINT)
+            except asyncio.CancelledError:
+                request.cancelled = True  # not started yet: the scheduler drops it
+                raise
+            return encode_infer_response(response, request)
+        except NaiadError as exc:
+            await context.abort(*status_of(exc))
+        except Exception as exc:  # a bug must still answer the client
+            log.exception("ModelInfer failed")
+            await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+        raise AssertionError("unreachable: abort raises")

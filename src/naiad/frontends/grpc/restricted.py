@@ -1,0 +1,91 @@
+"""``--grpc-restricted-protocol`` and ``--grpc-header-forward-pattern`` (grpc.md §4.4, §9).
+
+Both read the call's metadata, so both are checked only when configured:
+an unrestricted server pays nothing per call.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+
+from naiad.core.errors import InvalidArgument
+from naiad.core.types import InferenceRequest
+
+#: rpc -> restricted-protocol category (the same names as HTTP's restricted APIs)
+CATEGORIES: dict[str, str] = {
+    "ServerLive": "health",
+    "ServerReady": "health",
+    "ModelReady": "health",
+    "ServerMetadata": "metadata",
+    "ModelMetadata": "metadata",
+    "ModelInfer": "inference",
+    "ModelStreamInfer": "inference",
+    "ModelConfig": "model-config",
+    "ModelStatistics": "statistics",
+    "RepositoryIndex": "model-repository",
+    "RepositoryModelLoad": "model-repository",
+    "RepositoryModelUnload": "model-repository",
+    "SystemSharedMemoryStatus": "shared-memory",
+    "SystemSharedMemoryRegister": "shared-memory",
+    "SystemSharedMemoryUnregister": "shared-memory",
+    "CudaSharedMemoryStatus": "shared-memory",
+    "CudaSharedMemoryRegister": "shared-memory",
+    "CudaSharedMemoryUnregister": "shared-memory",
+    "TraceSetting": "trace",
+    "LogSettings": "logging",
+}
+
+Rule = tuple[str, str]  # (metadata key, required value)
+
+# Request parameters a forwarded header may not overwrite (as over HTTP).
+_RESERVED = frozenset(
+    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers",
+     "binary_data_output")
+)  # fmt: skip
+
+
+def parse_restricted(specs: Iterable[str]) -> dict[str, Rule]:
+    """``category[,category...]:<key>=<value>`` strings -> {category: (key, value)}."""
+    known = set(CATEGORIES.values())
+    out: dict[str, Rule] = {}
+    for spec in specs:
+        cats, sep, rule = spec.partition(":")
+        key, eq, value = rule.partition("=")
+        if not sep or not eq or not key:
+            raise ValueError(
+                f"invalid --grpc-restricted-protocol value '{spec}', expected "
+                "<category>[,<category>...]:<key>=<value>"
+            )
+        for cat in cats.split(","):
+            cat = cat.strip()
+            if cat not in known:
+                raise ValueError(f"unknown restricted protocol category '{cat}'")
+            out[cat] = (key.strip().lower(), value)
+    return out
+
+
+def allowed(rule: Rule, metadata: Sequence[tuple[str, str | bytes]] | None) -> bool:
+    """Whether the call's metadata carries the rule's key with its exact value."""
+    key, value = rule
+    return any(k == key and v == value for k, v in metadata or ())
+
+
+def refusal(rule: Rule) -> str:
+    return f"This protocol is restricted, expecting header '{rule[0]}'"
+
+
+def forward_headers(
+    request: InferenceRequest,
+    metadata: Sequence[tuple[str, str | bytes]] | None,
+    pattern: re.Pattern[str],
+) -> None:
+    """Metadata entries matching ``pattern`` become string request parameters."""
+    for key, value in metadata or ():
+        if key.endswith("-bin") or not pattern.search(key):
+            continue
+        if key in _RESERVED or key.startswith("triton_"):
+            raise InvalidArgument(
+                f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
+            )
+        request.parameters[key] = value if isinstance(value, str) else value.decode()

@@ -1,0 +1,110 @@
+"""Triton's ensemble scheduler: a graph of steps over composing models.
+
+An ensemble has no instances of its own.  Each request becomes one
+:class:`~naiad.scheduling.ensemble_run.EnsembleRun`, a task on the event
+loop that sends step requests to the composing models through the core
+(``services`` is the data plane) and answers through the request's
+``response_sink``, so the ensemble's own statistics are recorded by the
+core like any model's; its execution count and compute time are the
+whole graph's.
+
+The ensemble is decoupled when one of its steps is (responses stream), and
+it is ready only while every composing model is (``EnsembleReadiness``).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING, Any
+
+from naiad.backends.base import ModelInstance
+from naiad.core.errors import NaiadError, Unavailable
+from naiad.scheduling.base import Scheduler
+from naiad.scheduling.ensemble_graph import EnsembleGraph
+from naiad.scheduling.ensemble_run import EnsembleRun
+
+if TYPE_CHECKING:
+    from naiad.core.stats import ModelStats
+    from naiad.core.types import InferenceRequest, InferenceResponse
+    from naiad.scheduling.admission import ModelAdmission
+
+
+class EnsembleScheduler(Scheduler):
+    """Runs each request's graph as a task; no queue, no instances."""
+
+    def __init__(
+        self,
+        stats: ModelStats,
+        *,
+        graph: EnsembleGraph,
+        services: Any,
+        decoupled: bool = False,
+        admission: ModelAdmission | None = None,
+        **_: Any,
+    ) -> None:
+        super().__init__([], stats, decoupled=decoupled, admission=admission)
+        self.graph = graph
+        self.services = services
+        self._runs: dict[EnsembleRun, asyncio.Task[None]] = {}
+
+    def enqueue(self, request: InferenceRequest) -> None:
+        self.in_flight += 1
+        start = time.monotonic_ns()
+        request.queue_ns = max(start - request.queue_start_ns, 1)
+        self.stats.record_started(1)
+        run = EnsembleRun(self.graph, self.services, request, self.decoupled)
+        sink = request.response_sink
+        assert sink is not None
+
+        def finish(response: InferenceResponse) -> None:
+            if response.final:
+                self._runs.pop(run, None)
+                if response.error is None:
+                    elapsed = time.monotonic_ns() - start
+                    self.stats.record_execution(request.batch_size, 1, 0, elapsed, 0)
+            sink(response)
+
+        request.response_sink = finish
+        self._runs[run] = self._loop.create_task(run.run())
+
+    def has_work(self) -> bool:
+        return False
+
+    def take_batch(self) -> list[InferenceRequest]:
+        return []
+
+    def close(self) -> None:
+        for run, task in list(self._runs.items()):
+            run.cancel()
+            task.cancel()
+        super().close()
+
+
+class EnsembleReadiness(ModelInstance):
+    """Stands for the ensemble's instances: ready while every composing model is."""
+
+    def __init__(self, registry: Any, graph: EnsembleGraph) -> None:
+        self.registry = registry
+        self.composing = graph.composing()
+
+    def is_ready(self) -> bool:
+        for name, version in self.composing:
+            try:
+                mv = self.registry.get(name, version)
+            except NaiadError:
+                return False
+            if not all(instance.is_ready() for instance in mv.instances):
+                return False
+        return True
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        raise Unavailable("an ensemble has no instances to execute on")
+
+
+def composing_decoupled(registry: Any, graph: EnsembleGraph) -> bool:
+    """Mark the decoupled steps (composing models are loaded); True if any is."""
+    for step in graph.steps:
+        mv = registry.get(step.model, step.version)
+        step.decoupled = bool(mv.signature is not None and mv.signature.decoupled)
+    return any(step.decoupled for step in graph.steps)
