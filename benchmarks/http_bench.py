@@ -125,7 +125,7 @@ def perf(port: int, concurrency: int, json_tensors: bool, interval_ms: int) -> d
     command = [
         str(PERF_ANALYZER), "-m", "identity_fp32", "-u", f"127.0.0.1:{port}",
         "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-        "--stability-percentage", "1000", "--max-trials", "3",
+        "--stability-percentage", "100000", "--max-trials", "10",
     ]  # fmt: skip
     if json_tensors:
         command += ["--input-tensor-format", "json", "--output-tensor-format", "json"]

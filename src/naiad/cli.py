@@ -153,6 +153,11 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--trace-log-frequency", default=None,
                        help="deprecated: --trace-config triton,log-frequency")
     serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
+    serve.add_argument("--http-restricted-api", action="append", default=[],
+                       metavar="CATEGORIES:HEADER=VALUE",
+                       help="require a header for these API categories (repeatable)")
+    serve.add_argument("--http-header-forward-pattern", default="",
+                       help="forward matching HTTP headers as request parameters")
     _flag(serve, "--allow-client-shm", True, "let clients register system and CUDA shared "
           "memory (Triton's newest default is false; naiad's is true, for older clients "
           "and perf_analyzer --shared-memory)")
@@ -214,6 +219,8 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         http_address=args.http_address,
         http_port=args.http_port if args.allow_http else -1,
         http_max_input_size=args.http_max_input_size,
+        http_restricted_api=tuple(args.http_restricted_api),
+        http_header_forward_pattern=args.http_header_forward_pattern,
         grpc_address=args.grpc_address,
         grpc_port=args.grpc_port if args.allow_grpc else -1,
         metrics_address=args.metrics_address,

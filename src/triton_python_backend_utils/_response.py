@@ -19,16 +19,25 @@ def check_parameters(parameters: Any) -> dict[str, bool | int | float | str]:
         parameters = json.loads(parameters) if parameters else {}
     if not isinstance(parameters, dict):
         raise TritonModelException("Parameters must be a dictionary.")
+    checked: dict[str, bool | int | float | str] = {}
     for key, value in parameters.items():
         if not isinstance(key, str):
             raise TritonModelException(
                 f"Expect parameters keys to have type str, found type {type(key)}"
             )
-        if not isinstance(value, (bool, int, float, str)):
+        if isinstance(value, bool):
+            checked[str(key)] = bool(value)
+        elif isinstance(value, int):
+            checked[str(key)] = int(value)
+        elif isinstance(value, float):
+            checked[str(key)] = float(value)
+        elif isinstance(value, str):
+            checked[str(key)] = str(value)
+        else:
             raise TritonModelException(
                 f"Expect parameters values to have type bool/int/str, found type {type(value)}"
             )
-    return parameters
+    return checked
 
 
 class InferenceResponse:

@@ -65,7 +65,13 @@ class Stub:
         while True:
             self.channel.pump_until(has_work)
             if self.pending:
-                self._run(self.pending.popleft())
+                body = self.pending.popleft()
+                try:
+                    self._run(body)
+                except Exception as exc:  # a bug of ours must not kill the instance
+                    message = self.runner.failed(python_error_text(exc))
+                    with self.link.lock:
+                        self.link.send(_wire.EXEC_DONE, {"b": body["b"], "e": message})
             elif self.stopping:
                 break
         error = self.runner.finalize()
@@ -213,7 +219,7 @@ def serve(fd: int) -> None:
     data, fds = _wire.recv_frame(sock)
     if not data:
         os._exit(0)
-    init = json.loads(data[_wire.HEADER.size :])
+    init = _wire.loads(data[_wire.HEADER.size :])
     link = Link(sock, fds[0], 1, NUMPY_OF, init.get("shm", 1 << 20))
     os.close(fds[0])
     stub = Stub(Channel(link), init)

@@ -52,7 +52,7 @@ class StubHost:
         try:
             tensors = self.runner.outputs(response, requested)
         except OutputError as exc:
-            return {"e": [exc.code, exc.message]}
+            return {"e": [int(exc.code), exc.message]}
         pool = self.link.pool
         out = [_wire.put_tensor(pool, seq, t._name, t._dtype, t._array, False)[0] for t in tensors]
         body: dict[str, Any] = {"o": out}

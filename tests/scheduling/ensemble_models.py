@@ -24,6 +24,7 @@ WEIGHTS = np.array(
     [[1.0, 0.0, 0.5, -1.0], [0.0, 1.0, 0.5, 2.0], [0.5, -0.5, 1.0, 0.0]], dtype=np.float32
 )
 LABELS = ["cat", "dog", "fish", "bird"]
+IMAGE_SHAPE = (6, 5, 3)
 
 
 def _save(graph: onnx.GraphProto, path: Path) -> None:

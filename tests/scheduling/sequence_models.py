@@ -41,8 +41,15 @@ def _strategy(strategy: str, extra: str) -> str:
     return body + "\n" + extra
 
 
-def acc_state(repo: Path, name: str = "acc_state", *, strategy: str = "direct",
-              count: int = 1, extra: str = "", initial_file: bytes | None = None) -> Path:
+def acc_state(
+    repo: Path,
+    name: str = "acc_state",
+    *,
+    strategy: str = "direct",
+    count: int = 1,
+    extra: str = "",
+    initial_file: bytes | None = None,
+) -> Path:
     """OUTPUT = INPUT + INPUT_STATE; OUTPUT_STATE = OUTPUT."""
     graph = helper.make_graph(
         [
@@ -79,8 +86,15 @@ instance_group [{{ kind: KIND_CPU count: {count} }}]
     return model_dir
 
 
-def acc_ctl(repo: Path, name: str = "acc_ctl", *, strategy: str = "direct",
-            corrid: str = "TYPE_UINT64", count: int = 2, extra: str = "") -> Path:
+def acc_ctl(
+    repo: Path,
+    name: str = "acc_ctl",
+    *,
+    strategy: str = "direct",
+    corrid: str = "TYPE_UINT64",
+    count: int = 2,
+    extra: str = "",
+) -> Path:
     """OUTPUT = INPUT + STATE * (1 - START); CORRID_OUT = CORRID."""
     string = corrid == "TYPE_STRING"
     corrid_onnx = TensorProto.STRING if string else TensorProto.UINT64
@@ -126,7 +140,7 @@ instance_group [{{ kind: KIND_CPU count: {count} }}]
     return model_dir
 
 
-PY_ACC = '''
+PY_ACC = """
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -160,11 +174,17 @@ class TritonPythonModel:
                 pb_utils.Tensor("INSTANCE", who.reshape(value.shape)),
             ]))
         return responses
-'''
+"""
 
 
-def py_acc(repo: Path, name: str = "py_acc", *, strategy: str = "oldest",
-           corrid: str = "TYPE_UINT64", count: int = 2) -> Path:
+def py_acc(
+    repo: Path,
+    name: str = "py_acc",
+    *,
+    strategy: str = "oldest",
+    corrid: str = "TYPE_UINT64",
+    count: int = 2,
+) -> Path:
     model_dir = repo / name
     (model_dir / "1").mkdir(parents=True)
     (model_dir / "1" / "model.py").write_text(textwrap.dedent(PY_ACC))
@@ -189,7 +209,7 @@ instance_group [{{ kind: KIND_CPU count: {count} }}]
     return model_dir
 
 
-PY_STATE = '''
+PY_STATE = """
 import triton_python_backend_utils as pb_utils
 
 
@@ -205,7 +225,7 @@ class TritonPythonModel:
                 pb_utils.Tensor("OUTPUT_STATE", total),
             ]))
         return responses
-'''
+"""
 
 
 def py_state(repo: Path, name: str = "py_state") -> Path:
@@ -224,6 +244,42 @@ sequence_batching {
     initial_state [{ data_type: TYPE_INT32 dims: [1] zero_data: true name: "zeros" }]
   }]
 }
+instance_group [{ kind: KIND_CPU count: 1 }]
+""")
+    return model_dir
+
+
+BLS_SEQ = """
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            value = pb_utils.get_input_tensor_by_name(request, "INPUT")
+            call = pb_utils.InferenceRequest(
+                model_name="acc_state", inputs=[value], requested_output_names=["OUTPUT"],
+                correlation_id=request.correlation_id(), flags=request.flags())
+            answer = call.exec()
+            if answer.has_error():
+                raise pb_utils.TritonModelException(answer.error().message())
+            total = pb_utils.get_output_tensor_by_name(answer, "OUTPUT")
+            responses.append(pb_utils.InferenceResponse([total]))
+        return responses
+"""
+
+
+def bls_seq(repo: Path, name: str = "bls_seq") -> Path:
+    """A Python model that forwards its sequence to ``acc_state`` through BLS."""
+    model_dir = repo / name
+    (model_dir / "1").mkdir(parents=True)
+    (model_dir / "1" / "model.py").write_text(textwrap.dedent(BLS_SEQ))
+    (model_dir / "config.pbtxt").write_text("""
+backend: "python"
+max_batch_size: 4
+input [{ name: "INPUT" data_type: TYPE_INT32 dims: [1] }]
+output [{ name: "OUTPUT" data_type: TYPE_INT32 dims: [1] }]
 instance_group [{ kind: KIND_CPU count: 1 }]
 """)
     return model_dir

@@ -22,7 +22,6 @@ from scheduling_helpers import (
     until,
     write_model,
 )
-
 from support import onnx_models
 from support.onnx_models import write_config
 

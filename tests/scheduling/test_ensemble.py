@@ -7,12 +7,12 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scheduling.ensemble_models import branches, expected, fanout, outer, pipeline
 
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
 from naiad.core.registry import ModelState
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
-from scheduling.ensemble_models import branches, expected, fanout, outer, pipeline
 
 IMAGE = (np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3) * 7) % 251
 
@@ -131,9 +131,7 @@ def test_invalid_request_to_a_step(serve: Any, repo: Path) -> None:
         stream(server, make("fanout", inputs))
 
 
-def test_unloading_a_composing_model_makes_the_ensemble_unavailable(
-    serve: Any, repo: Path
-) -> None:
+def test_unloading_a_composing_model_unloads_the_ensemble(serve: Any, repo: Path) -> None:
     pipeline(repo)
     server = serve(repo)
     assert server.dataplane.model_ready("pipeline")

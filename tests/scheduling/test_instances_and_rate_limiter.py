@@ -77,35 +77,26 @@ async def test_without_rate_limiting_resources_are_ignored(repo):
         assert rec.max_active == 2
 
 
-def _grant_order(limiter: RateLimiter, slots, rounds: int) -> list[str]:
-    """Keep every slot asking; grant one at a time; return who got it."""
-    order: list[str] = []
-    holder: list = []
-
-    def ask(name, slot):
-        def granted():
-            order.append(name)
-            holder.append(slot)
-
-        slot.acquire(granted)
-
-    for name, slot in slots.items():
-        ask(name, slot)
-    for _ in range(rounds):
-        slot = holder.pop(0)
-        name = next(n for n, s in slots.items() if s is slot)
-        slot.release()
-        ask(name, slot)
-    return order
-
-
-def test_priority_weights_the_chances():
+async def test_priority_weights_the_chances():
+    """Two instances keep asking for one unit; priority 2 gets half the grants of 1."""
     limiter = RateLimiter()
     slots = {
         "p1": limiter.slot([("R", False, 1)], device=0, priority=1),
         "p2": limiter.slot([("R", False, 1)], device=0, priority=2),
     }
-    order = _grant_order(limiter, slots, 300)
+    order: list[str] = []
+    holding: list[str] = []
+
+    def ask(name: str) -> None:
+        slots[name].acquire(lambda: (order.append(name), holding.append(name)))
+
+    ask("p1")
+    ask("p2")
+    for _ in range(300):
+        await until(lambda: bool(holding), "a grant")
+        name = holding.pop()
+        slots[name].release()  # grants on the next iteration: it can ask again first
+        ask(name)
     assert abs(order.count("p1") - 2 * order.count("p2")) <= 3
 
 

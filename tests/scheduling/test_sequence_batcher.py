@@ -14,11 +14,11 @@ from typing import Any
 
 import numpy as np
 import pytest
+from scheduling.sequence_models import acc_ctl, acc_state, bls_seq, py_acc, py_state
 
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.types import CorrelationId, InferenceRequest, InferInput, RequestedOutput
-from scheduling.sequence_models import acc_ctl, acc_state, py_acc, py_state
 
 WAIT_S = 30.0
 STEPS = 4
@@ -150,6 +150,20 @@ def test_python_implicit_state(serve: Any, repo: Path) -> None:
     results = interleaved(server, "py_state", [3, 4])
     for k, cid in enumerate([3, 4]):
         assert [int(scalar(r, "OUTPUT")) for r in results[cid]] == expected_sums(k)
+
+
+def test_bls_calls_carry_correlation_ids_and_flags(serve: Any, repo: Path) -> None:
+    """A Python model's BLS requests reach the sequence batcher as its own requests did."""
+    acc_state(repo)
+    bls_seq(repo)
+    server = serve(repo)
+    dp = server.dataplane
+    got = []
+    for t, cid in enumerate([5, 6, 5, 6]):
+        request = seq_request("bls_seq", t + 1, cid, start=t < 2, end=t >= 2)
+        got.append(int(scalar(server._call(dp.infer(request)), "OUTPUT")))
+    assert got == [1, 2, 1 + 3, 2 + 4]
+    assert scheduler(server, "acc_state").sequence_count == 0
 
 
 def test_restart_resets_state(serve: Any, repo: Path) -> None:

@@ -16,10 +16,10 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
+from scheduling.sequence_models import acc_ctl, acc_state, py_acc
 from tritonclient.utils import InferenceServerException
 
 from naiad import Server
-from scheduling.sequence_models import acc_ctl, acc_state, py_acc
 
 PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 STEPS = 3
@@ -28,8 +28,11 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     repo = tmp_path_factory.mktemp("sequence_clients")
-    acc_state(repo)
-    acc_ctl(repo, "acc_direct", strategy="direct")
+    # perf_analyzer may leave one of its sequences alone for over a second on two
+    # shared cores; a long idle timeout keeps such a sequence alive.
+    idle = "max_sequence_idle_microseconds: 600000000"
+    acc_state(repo, extra=idle)
+    acc_ctl(repo, "acc_direct", strategy="direct", extra=idle)
     acc_ctl(repo, "acc_oldest_str", strategy="oldest", corrid="TYPE_STRING")
     py_acc(repo, "py_acc", strategy="oldest")
     with Server(repo, http_port=0, grpc_port=0) as started:
@@ -117,7 +120,7 @@ def test_perf_analyzer_sequences(server: Server, protocol: str, model: str) -> N
         str(PERF_ANALYZER), "-m", model, "-u", f"127.0.0.1:{port}", "-i", protocol,
         "--sequence-length", "5", "--num-of-sequences", "4", "--concurrency-range", "2",
         "--measurement-mode", "count_windows", "--measurement-request-count", "60",
-        "--stability-percentage", "1000", "--max-trials", "3",
+        "--stability-percentage", "10000", "--max-trials", "10",
     ]  # fmt: skip
     done = subprocess.run(command, capture_output=True, text=True, timeout=120)
     output = done.stdout + done.stderr

@@ -58,6 +58,10 @@ class ModelInstance(abc.ABC):
 
     is_async: ClassVar[bool] = False
 
+    #: Whether ``execute`` may run on the event loop when it is fast enough
+    #: (it must not block on anything but its own computation).
+    inline_ok: ClassVar[bool] = False
+
     #: (compute_input, compute_infer, compute_output) in ns for the last batch;
     #: a backend that measures its phases sets it inside ``execute``.
     compute_ns: tuple[int, int, int] | None = None

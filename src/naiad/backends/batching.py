@@ -23,7 +23,12 @@ def gather_inputs(requests: Sequence[InferenceRequest], batching: bool) -> dict[
     for tensor in requests[0].inputs:
         name = tensor.name
         parts = [r.input(name) for r in requests]
-        feed[name] = np.concatenate([p.array() for p in parts if p is not None], axis=0)
+        arrays = [p.array() for p in parts if p is not None]
+        first = arrays[0].shape[1:]
+        if any(a.shape[1:] != first for a in arrays):
+            # A ragged input (allow_ragged_batch): the data end to end, as Triton feeds it.
+            arrays = [a.reshape(-1) for a in arrays]
+        feed[name] = np.concatenate(arrays, axis=0)
     return feed
 
 

@@ -149,6 +149,11 @@ def _session_options(config: ModelConfig) -> ort.SessionOptions:
             options.enable_mem_pattern = params["enable_mem_pattern"] in ("1", "true")
     except ValueError as exc:
         raise InvalidArgument(f"invalid onnxruntime parameter for '{config.name}': {exc}") from None
+    # ONNX Runtime's pool threads busy-wait after each run by default, taking
+    # the CPU the server's own loop needs; naiad turns that off unless the
+    # model's parameters ask for it.
+    params.setdefault("session.intra_op.allow_spinning", "0")
+    params.setdefault("session.inter_op.allow_spinning", "0")
     for key, value in params.items():
         if key.startswith("session.") or key.startswith("memory."):
             options.add_session_config_entry(key, value)
@@ -172,6 +177,8 @@ def _providers(spec: InstanceSpec) -> list[Any]:
 
 
 class OnnxRuntimeInstance(ModelInstance):
+    inline_ok = True
+
     def __init__(self, ctx: LoadContext, spec: InstanceSpec) -> None:
         config = ctx.config
         self.spec = spec

@@ -27,6 +27,10 @@ class ServerOptions:
     http_address: str = "0.0.0.0"
     http_port: int = 8000
     http_max_input_size: int = 64 * 1024 * 1024
+    #: --http-restricted-api entries "<category,...>:<header>=<value>"
+    http_restricted_api: tuple[str, ...] = ()
+    #: --http-header-forward-pattern: matching headers become request parameters
+    http_header_forward_pattern: str = ""
     grpc_address: str = "0.0.0.0"
     grpc_port: int = 8001
     # gRPC (see naiad.frontends.grpc.server; Triton's --grpc-* flags and defaults).

@@ -109,6 +109,16 @@ class ModelStats:
         "load_ns",
     )
 
+    # Set in __init__ from _INFER_KEYS; declared for type checkers.
+    success: Duration
+    fail: Duration
+    queue: Duration
+    compute_input: Duration
+    compute_infer: Duration
+    compute_output: Duration
+    cache_hit: Duration
+    cache_miss: Duration
+
     def __init__(self) -> None:
         self.last_inference_ms = 0
         self.inference_count = 0

@@ -170,7 +170,9 @@ class Tracer:
         setting = self._models.get(request.model_name, self._global)
         assert setting is not None
         context = getattr(request, "trace_context", None)
-        forced = bool(context) and setting.mode == "opentelemetry" and "traceparent" in context
+        forced = (
+            context is not None and "traceparent" in context and setting.mode == "opentelemetry"
+        )
         if not setting.take(forced):
             return None
         trace = Trace(

@@ -10,6 +10,12 @@ A subclass keeps the queue: ``enqueue`` stores a request and calls
 limiter's slots (an instance asks for its resources only when there is work,
 and forms its batch once they are granted, so the batch holds everything that
 arrived meanwhile), the worker threads and the completion of batches.
+
+Small models run inline: a thread hand-off costs tens of microseconds (far
+more on a loaded machine), which dwarfs a model that itself takes a few.
+An instance whose backend allows it (``ModelInstance.inline_ok``) and whose
+recent executions averaged under :data:`INLINE_MAX_NS` runs on the event
+loop; one slow batch moves it back to its worker thread.
 """
 
 from __future__ import annotations
@@ -23,6 +29,10 @@ from typing import TYPE_CHECKING
 
 from naiad.core.errors import Cancelled, Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
+
+#: Executions faster than this (moving average) run on the event loop.
+INLINE_MAX_NS = 200_000
+_EWMA = 0.2
 
 if TYPE_CHECKING:
     from naiad.backends.base import ModelInstance
@@ -59,7 +69,10 @@ class Scheduler(abc.ABC):
                 if slot is not None:
                     self._slots[id(instance)] = slot
         self._acquiring = False
+        self._pumping = False
         self._closed = False
+        #: Moving average of each instance's execution time; absent until measured.
+        self._exec_ns: dict[int, float] = {}
         self.in_flight = 0
         self._idle_event: asyncio.Event | None = None
 
@@ -90,15 +103,25 @@ class Scheduler(abc.ABC):
     # -- dispatch --------------------------------------------------------------
 
     def pump(self) -> None:
-        """Start batches on idle instances while there is work."""
-        while self._idle and not self._acquiring and self.has_work():
-            instance = self._idle.pop()
-            slot = self._slots.get(id(instance))
-            if slot is None:
-                self._start(instance)
-                continue
-            self._acquiring = True
-            slot.acquire(lambda instance=instance: self._granted(instance))  # type: ignore[misc]
+        """Start batches on idle instances while there is work.
+
+        Not re-entrant: an inline batch that completes frees its instance
+        while this loop runs, and the loop itself picks up the next batch.
+        """
+        if self._pumping:
+            return
+        self._pumping = True
+        try:
+            while self._idle and not self._acquiring and self.has_work():
+                instance = self._idle.pop()
+                slot = self._slots.get(id(instance))
+                if slot is None:
+                    self._start(instance)
+                    continue
+                self._acquiring = True
+                slot.acquire(lambda instance=instance: self._granted(instance))  # type: ignore[misc]
+        finally:
+            self._pumping = False
 
     def _granted(self, instance: ModelInstance) -> None:
         self._acquiring = False
@@ -143,9 +166,42 @@ class Scheduler(abc.ABC):
             return
         if instance.is_async:
             future: asyncio.Future = asyncio.ensure_future(instance.execute_async(live))
-        else:
-            future = self._loop.run_in_executor(self._executor, instance.execute, live)
+            future.add_done_callback(lambda f: self._batch_done(f, instance, live, now))
+            return
+        average = self._exec_ns.get(id(instance))
+        if instance.inline_ok and average is not None and average < INLINE_MAX_NS:
+            self._run_inline(instance, live, now)
+            return
+        future = self._loop.run_in_executor(self._executor, self._timed, instance, live)
         future.add_done_callback(lambda f: self._batch_done(f, instance, live, now))
+
+    def _timed(
+        self, instance: ModelInstance, batch: list[InferenceRequest]
+    ) -> list[InferenceResponse]:
+        """``execute`` on a worker thread, measuring the execution alone."""
+        start = time.monotonic_ns()
+        try:
+            return instance.execute(batch)
+        finally:
+            self._observe(instance, time.monotonic_ns() - start)
+
+    def _observe(self, instance: ModelInstance, elapsed_ns: int) -> None:
+        key = id(instance)
+        previous = self._exec_ns.get(key)
+        self._exec_ns[key] = (
+            float(elapsed_ns) if previous is None else previous + _EWMA * (elapsed_ns - previous)
+        )
+
+    def _run_inline(
+        self, instance: ModelInstance, batch: list[InferenceRequest], start_ns: int
+    ) -> None:
+        future: asyncio.Future = self._loop.create_future()
+        try:
+            future.set_result(instance.execute(batch))
+        except Exception as exc:  # handed to _batch_done like a thread's failure
+            future.set_exception(exc)
+        self._observe(instance, time.monotonic_ns() - start_ns)
+        self._batch_done(future, instance, batch, start_ns)
 
     def _batch_done(
         self,

@@ -11,11 +11,14 @@ Waiting instances are served in the order of ``priority * (grants + 1)``:
 an instance of priority 2 gets half the chances of one of priority 1.  A
 waiter that does not fit reserves what it needs, so a large request is not
 starved by a stream of small ones.  Everything runs on the event loop; a
-grant calls the waiter's callback directly, after the pool is updated.
+grant calls the waiter's callback directly, after the pool is updated.  A
+release grants on the next loop iteration, so that the instance which just
+finished can queue again and compete by priority instead of always yielding.
 """
 
 from __future__ import annotations
 
+import asyncio
 import itertools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
@@ -60,6 +63,7 @@ class RateLimiter:
         self._in_use: dict[PoolKey, int] = {}
         self._waiting: list[InstanceSlot] = []
         self._seq = itertools.count()
+        self._grant_soon = False
 
     def slot(
         self, needs: Iterable[tuple[str, bool, int]], device: int, priority: int = 0
@@ -99,6 +103,17 @@ class RateLimiter:
     def _release(self, slot: InstanceSlot) -> None:
         for key, count in slot.required.items():
             self._in_use[key] -= count
+        try:
+            loop = asyncio.get_running_loop()
+        except RuntimeError:
+            self._grant()
+            return
+        if not self._grant_soon:
+            self._grant_soon = True
+            loop.call_soon(self._deferred_grant)
+
+    def _deferred_grant(self) -> None:
+        self._grant_soon = False
         self._grant()
 
     def _forget(self, slot: InstanceSlot) -> None:

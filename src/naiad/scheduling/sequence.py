@@ -111,7 +111,6 @@ class SequenceBatcher(Scheduler):
                 raise InvalidArgument(
                     f"inference request for sequence {cid} to model '{self.model}' must "
                     "specify the START flag on the first request of the sequence"
-                    + f" DEBUG known={list(self._by_id)} type={type(cid)} id={id(self)}"
                 )
         except NaiadError as exc:
             self._answer(request, InferenceResponse(error=exc))

@@ -220,3 +220,28 @@ class TritonPythonModel:
         server.infer("add_sub", {"INPUT0": A, "INPUT1": B})
     assert "unexpected inference output 'NOPE'" in info.value.message
     assert info.value.kind is Kind.INVALID_ARG
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_logger_reaches_the_server_log(repo, serve, mode, caplog):
+    import logging
+
+    source = """
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def initialize(self, args):
+        pb_utils.Logger.log_warn("warming up " + args["model_instance_name"])
+
+    def execute(self, requests):
+        pb_utils.Logger.log_error("executing")
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", r.inputs()[0].as_numpy()),
+                pb_utils.Tensor("OUTPUT1", r.inputs()[1].as_numpy())]) for r in requests]
+"""
+    add_sub(repo, mode=mode, source=source)
+    with caplog.at_level(logging.INFO, logger="naiad"):
+        server = serve(repo)
+        server.infer("add_sub", {"INPUT0": A, "INPUT1": B})
+    messages = [(r.levelno, r.getMessage()) for r in caplog.records]
+    assert (logging.WARNING, "model.py:6] warming up add_sub_0_0") in messages
+    assert any(level == logging.ERROR and "executing" in m for level, m in messages)

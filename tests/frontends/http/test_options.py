@@ -17,7 +17,7 @@ X = np.arange(16, dtype=np.float32).reshape(1, 16)
 
 def test_restricted_api(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
     server = serve(case_repo, http=True,
-                   extra={"http_restricted_api": ["inference,model-config:infer-key=secret"]})  # fmt: skip
+                   http_restricted_api=("inference,model-config:infer-key=secret",))  # fmt: skip
     conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
     try:
         body, headers = infer_body([("INPUT0", "FP32", [1, 16], X)])
@@ -36,7 +36,7 @@ def test_restricted_api(case_repo: Path, serve) -> None:  # type: ignore[no-unty
 
 
 def test_header_forwarding(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
-    server = serve(case_repo, http=True, extra={"http_header_forward_pattern": "x-.*|priority"})
+    server = serve(case_repo, http=True, http_header_forward_pattern="x-.*|priority")
     conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
     try:
         body, headers = infer_body([("INPUT0", "FP32", [1, 16], X)])

@@ -26,7 +26,7 @@ def test_perf_analyzer(http_url: str, args: list[str]) -> None:
     command = [
         str(PERF_ANALYZER), *args, "-u", http_url,
         "--measurement-mode", "count_windows", "--measurement-request-count", "100",
-        "--stability-percentage", "1000", "--max-trials", "3",
+        "--stability-percentage", "100000", "--max-trials", "10",
     ]  # fmt: skip
     if "--concurrency-range" not in args:
         command += ["--concurrency-range", "2"]

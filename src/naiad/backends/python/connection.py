@@ -162,17 +162,25 @@ class StubConnection:
     def _on_exec_done(self, body: dict[str, Any]) -> None:
         future, handles = self._batches.pop(body["b"])
         live = self._live
+        error = body.get("e")
         if self.decoupled:
             for handle in handles:
                 entry = live.get(handle)
-                if entry is not None:
+                if entry is None:
+                    continue
+                if error is None:
                     entry.batch_done = True
+                    continue
+                del live[handle]
+                self._release(entry)
+                sink = entry.request.response_sink
+                assert sink is not None
+                sink(InferenceResponse(error=Internal(error)))
             future.set_result(None)
             return
         entries = [live.pop(h) for h in handles]
         for entry in entries:
             self._release(entry)
-        error = body.get("e")
         if error is not None:
             future.set_exception(Internal(error))
             return

@@ -286,6 +286,7 @@ class ThreadInstance(ModelInstance):
         return None
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
+        """The instance's own loop for ``async def`` models, on its own thread."""
         if self._aloop is None:
             loop = asyncio.new_event_loop()
             host = self.host
@@ -294,7 +295,10 @@ class ThreadInstance(ModelInstance):
                 _host.bind(host)
                 loop.run_forever()
 
-            threading.Thread(target=run, name=f"naiad-py-loop-{self.name}", daemon=True).start()
+            self._aloop_thread = threading.Thread(
+                target=run, name=f"naiad-py-loop-{self.name}", daemon=True
+            )
+            self._aloop_thread.start()
             self._aloop = loop
         return self._aloop
 
@@ -306,6 +310,10 @@ class ThreadInstance(ModelInstance):
             _host.bind(None)
         if error:
             log.error("finalize of Python model instance '%s' failed: %s", self.name, error)
-        self._executor.shutdown(wait=False)
-        if self._aloop is not None:
-            self._aloop.call_soon_threadsafe(self._aloop.stop)
+        self._executor.shutdown(wait=True)
+        loop = self._aloop
+        if loop is not None:
+            loop.call_soon_threadsafe(loop.stop)
+            self._aloop_thread.join(5)
+            if not loop.is_running():
+                loop.close()

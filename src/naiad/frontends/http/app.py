@@ -77,9 +77,8 @@ class HttpApp:
 
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
         self.dp = dataplane
-        extra = options.extra or {}
-        self.restricted = parse_restricted(extra.get("http_restricted_api"))
-        pattern = extra.get("http_header_forward_pattern")
+        self.restricted = parse_restricted(options.http_restricted_api)
+        pattern = options.http_header_forward_pattern
         forward = re.compile(str(pattern), re.IGNORECASE) if pattern else None
         self.infer = InferEndpoint(dataplane, options.http_max_input_size, forward)
         dp = dataplane
