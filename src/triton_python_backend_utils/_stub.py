@@ -99,7 +99,7 @@ class Stub:
             value = self.runner.is_ready()
             if asyncio.iscoroutine(value):
                 value = asyncio.run_coroutine_threadsafe(value, self._event_loop()).result()
-            reply = {"i": call_id, "v": bool(value)}
+            reply: dict[str, Any] = {"i": call_id, "v": bool(value)}
         except Exception as exc:
             reply = {"i": call_id, "v": False, "e": python_error_text(exc)}
         with self.link.lock:

@@ -115,6 +115,7 @@ class PythonBackend(Backend):
         if mode == "thread":
             runner = ModelRunner(spec.name, decoupled, outputs)
             return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)
+        segment_bytes = int(ctx.options.get("shm-default-byte-size", 1 << 20))
         init = {
             "instance": spec.name,
             "decoupled": decoupled,
@@ -122,7 +123,7 @@ class PythonBackend(Backend):
             "model_file": str(model_file),
             "version": str(ctx.version),
             "args": args,
-            "shm": int(ctx.options.get("shm-default-byte-size", 1 << 20)),
+            "shm": segment_bytes,
         }
         settings = StubSettings(
             name=spec.name,
@@ -133,7 +134,7 @@ class PythonBackend(Backend):
             services=services,
             decoupled=decoupled,
             output_names=outputs,
-            segment_bytes=init["shm"],
+            segment_bytes=segment_bytes,
             finalize_timeout=float(ctx.options.get("stub-timeout-seconds", 30)),
         )
         return ProcessInstance(settings)

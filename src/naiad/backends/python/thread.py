@@ -244,26 +244,22 @@ class ThreadInstance(ModelInstance):
                 result = runner.execute(pb)
             checked = runner.check(result, pb)
         except BatchError as exc:
-            return self._fail(pb, str(exc))
+            self._fail(pb, str(exc))
+            return None
         finally:
             _host.bind(None)
         if checked is None:
             return None
         out = []
+        unanswered = runner.failed(
+            "execute returned None for a request that was not answered through its response sender."
+        )
         for req, response in zip(pb, checked, strict=True):
             if response is not None:
                 out.append(core_response(runner, response, req._requested))
             else:
-                out.append(
-                    req._held
-                    or InferenceResponse(
-                        error=Internal(
-                            runner.failed(  # type: ignore[attr-defined]
-                                "execute returned None for a request that was not answered through its response sender."
-                            )
-                        )
-                    )
-                )
+                held = getattr(req, "_held", None)
+                out.append(held or InferenceResponse(error=Internal(unanswered)))
         return out
 
     def _after_async(self, pb: list[PbRequest], future: Any) -> None:

@@ -188,7 +188,7 @@ class Lease:
 
     def release(self) -> None:
         """Unpin (idempotent); a region unregistered meanwhile is released now."""
-        if self._released:
+        if self._released or not self._regions:  # EMPTY_LEASE is shared: never mutate it
             return
         self._released = True
         for region in self._regions.values():
