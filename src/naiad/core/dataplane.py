@@ -149,10 +149,14 @@ class DataPlane:
             self.registry.get(name, v)  # raises NotFound
         assert entry is not None
         if v is None:
-            return bool(entry.ready_versions())
-        mv = entry.versions.get(v)
-        if mv is None:
-            self.registry.get(name, v)  # raises NotFound
+            ready = entry.ready_versions()
+            if not ready:
+                return False
+            mv: ModelVersion | None = ready[-1]  # the version requests would reach
+        else:
+            mv = entry.versions.get(v)
+            if mv is None:
+                self.registry.get(name, v)  # raises NotFound
         assert mv is not None
         return mv.ready and all(i.is_ready() for i in mv.instances)
 
