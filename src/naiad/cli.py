@@ -116,6 +116,29 @@ def _trace_config(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     return out
 
 
+def _grpc_flags(serve: argparse.ArgumentParser) -> None:
+    """Triton's --grpc-* options (names and defaults as Triton's)."""
+    _flag(serve, "--grpc-use-ssl", False, "serve gRPC over TLS")
+    _flag(serve, "--grpc-use-ssl-mutual", False, "TLS with client certificates")
+    serve.add_argument("--grpc-server-cert", default="", metavar="PEM")
+    serve.add_argument("--grpc-server-key", default="", metavar="PEM")
+    serve.add_argument("--grpc-root-cert", default="", metavar="PEM")
+    serve.add_argument("--grpc-infer-response-compression-level", default="none",
+                       choices=("none", "low", "medium", "high"))
+    serve.add_argument("--grpc-keepalive-time", type=int, default=7_200_000, metavar="MS")
+    serve.add_argument("--grpc-keepalive-timeout", type=int, default=20_000, metavar="MS")
+    _flag(serve, "--grpc-keepalive-permit-without-calls", False, "allow keepalive pings "
+          "without calls")
+    serve.add_argument("--grpc-http2-max-pings-without-data", type=int, default=2)
+    serve.add_argument("--grpc-http2-min-recv-ping-interval-without-data", type=int,
+                       default=300_000, metavar="MS")
+    serve.add_argument("--grpc-http2-max-ping-strikes", type=int, default=2)
+    _flag(serve, "--reuse-grpc-port", False, "let several servers bind the gRPC port")
+    serve.add_argument("--grpc-restricted-protocol", action="append", default=[],
+                       metavar="CATEGORY[,CATEGORY...]:KEY=VALUE")
+    serve.add_argument("--grpc-header-forward-pattern", default="", metavar="REGEX")
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="naiad", description=__doc__)
     parser.add_argument("--version", action="version", version=f"naiad {__version__}")
@@ -130,6 +153,7 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--http-port", type=int, default=8000)
     serve.add_argument("--grpc-address", default="0.0.0.0")
     serve.add_argument("--grpc-port", type=int, default=8001)
+    _grpc_flags(serve)
     serve.add_argument("--metrics-address", default=None)
     serve.add_argument("--metrics-port", type=int, default=8002)
     _flag(serve, "--allow-http", True, "serve HTTP/REST")
@@ -223,6 +247,23 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         http_header_forward_pattern=args.http_header_forward_pattern,
         grpc_address=args.grpc_address,
         grpc_port=args.grpc_port if args.allow_grpc else -1,
+        grpc_use_ssl=args.grpc_use_ssl,
+        grpc_use_ssl_mutual=args.grpc_use_ssl_mutual,
+        grpc_server_cert=args.grpc_server_cert,
+        grpc_server_key=args.grpc_server_key,
+        grpc_root_cert=args.grpc_root_cert,
+        grpc_infer_response_compression_level=args.grpc_infer_response_compression_level,
+        grpc_keepalive_time_ms=args.grpc_keepalive_time,
+        grpc_keepalive_timeout_ms=args.grpc_keepalive_timeout,
+        grpc_keepalive_permit_without_calls=args.grpc_keepalive_permit_without_calls,
+        grpc_http2_max_pings_without_data=args.grpc_http2_max_pings_without_data,
+        grpc_http2_min_recv_ping_interval_without_data_ms=(
+            args.grpc_http2_min_recv_ping_interval_without_data
+        ),
+        grpc_http2_max_ping_strikes=args.grpc_http2_max_ping_strikes,
+        grpc_reuse_port=args.reuse_grpc_port,
+        grpc_restricted_protocol=tuple(args.grpc_restricted_protocol),
+        grpc_header_forward_pattern=args.grpc_header_forward_pattern,
         metrics_address=args.metrics_address,
         metrics_port=args.metrics_port if args.allow_metrics else -1,
         allow_http=args.allow_http,

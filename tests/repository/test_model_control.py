@@ -1,6 +1,6 @@
 """Model control through the data plane: start-up, explicit load/unload, polling, index.
 
-The wire tests (tritonclient over HTTP and gRPC) are in ``test_model_control_wire.py``.
+The last tests drive the same operations with tritonclient over HTTP and gRPC.
 """
 
 from __future__ import annotations
@@ -71,12 +71,26 @@ def index_of(rows: list[dict[str, str]]) -> dict[tuple[str, str], tuple[str, str
     }
 
 
-async def run_traffic(server: Server, name: str, stop: asyncio.Event, seen: list[Any]) -> None:
-    while not stop.is_set():
-        try:
-            seen.append(await added(server, name))
-        except NaiadError as exc:
-            seen.append(exc)
+@contextlib.asynccontextmanager
+async def traffic(server: Server, name: str, clients: int = 4) -> AsyncIterator[list[Any]]:
+    """Requests from ``clients`` concurrent callers until the block ends; yields the results."""
+    stop = asyncio.Event()
+    seen: list[Any] = []
+
+    async def client() -> None:
+        while not stop.is_set():
+            try:
+                seen.append(await added(server, name))
+            except NaiadError as exc:
+                seen.append(exc)
+                await asyncio.sleep(0)  # an error may come back without ever yielding
+
+    workers = [asyncio.create_task(client()) for _ in range(clients)]
+    try:
+        yield seen
+    finally:
+        stop.set()
+        await asyncio.gather(*workers)
 
 
 # -- start-up and mode rules ---------------------------------------------------------
@@ -209,7 +223,7 @@ async def test_failed_reload_keeps_the_old_version_serving(repo: Path) -> None:
     model_dir = write_model(repo, "a", 1, 5.0)
     async with serving(repo, model_control_mode="explicit", load_models=("a",)) as server:
         (model_dir / "1" / "model.onnx").write_bytes(b"broken")
-        with pytest.raises(InvalidArgument, match="version 1 is at UNAVAILABLE state"):
+        with pytest.raises(InvalidArgument, match="load failed for model 'a'"):
             await server.dataplane.load_model("a")
         assert await added(server, "a") == 5.0
         assert index_of(await server.dataplane.repository_index())[("a", "1")][0] == "READY"
@@ -234,15 +248,12 @@ async def test_unchanged_load_is_a_no_op_and_changed_version_reloads_alone(repo:
 async def test_reload_under_traffic_fails_no_request(repo: Path) -> None:
     write_model(repo, "a", 1, 1.0)
     async with serving(repo, model_control_mode="explicit", load_models=("a",)) as server:
-        stop, seen = asyncio.Event(), []
-        workers = [asyncio.create_task(run_traffic(server, "a", stop, seen)) for _ in range(4)]
-        await eventually(lambda: len(seen) >= 8, "traffic")
-        write_model(repo, "a", 1, 2.0)
-        await server.dataplane.load_model("a")
-        count = len(seen)
-        await eventually(lambda: len(seen) >= count + 8, "traffic after the reload")
-        stop.set()
-        await asyncio.gather(*workers)
+        async with traffic(server, "a") as seen:
+            await eventually(lambda: len(seen) >= 8, "traffic")
+            write_model(repo, "a", 1, 2.0)
+            await server.dataplane.load_model("a")
+            count = len(seen)
+            await eventually(lambda: len(seen) >= count + 8, "traffic after the reload")
     assert [s for s in seen if not isinstance(s, float)] == []
     assert seen[0] == 1.0 and seen[-1] == 2.0
 
@@ -344,7 +355,8 @@ async def test_poll_adds_changes_and_removes_models(repo: Path) -> None:
         assert await added(server, "new") == 6.0
         assert await added(server, "a") == 2.0
         rows = index_of(await server.dataplane.repository_index())
-        assert rows[("a", "1")] == ("UNAVAILABLE", "unloaded")
+        assert rows[("a", "2")] == ("READY", "")
+        assert rows.get(("a", "1"), ("UNAVAILABLE", "unloaded")) == ("UNAVAILABLE", "unloaded")
         assert not any(name == "gone" for name, _ in rows)
 
 
@@ -368,19 +380,18 @@ async def test_poll_reloads_only_changed_versions_and_config_changes_reload_all(
 async def test_poll_picks_up_a_new_version_under_traffic(repo: Path) -> None:
     write_model(repo, "a", 1, 1.0)
     async with serving(repo, model_control_mode="poll", repository_poll_secs=0.05) as server:
-        stop, seen = asyncio.Event(), []
-        workers = [asyncio.create_task(run_traffic(server, "a", stop, seen)) for _ in range(4)]
-        await eventually(lambda: len(seen) >= 8, "traffic")
-        write_model(repo, "a", 2, 2.0)
-        await eventually(lambda: bool(seen) and seen[-1] == 2.0, "version 2 serving")
+        async with traffic(server, "a") as seen:
+            await eventually(lambda: len(seen) >= 8, "traffic")
+            write_model(repo, "a", 2, 2.0)
+            await eventually(lambda: bool(seen) and seen[-1] == 2.0, "version 2 serving")
 
-        async def v1_gone() -> bool:
-            rows = index_of(await server.dataplane.repository_index())
-            return rows.get(("a", "1"), ("", ""))[0] == "UNAVAILABLE"
+            async def v1_gone() -> bool:
+                rows = index_of(await server.dataplane.repository_index())
+                return rows.get(("a", "1"), ("UNAVAILABLE",))[0] == "UNAVAILABLE"
 
-        await eventually(v1_gone, "version 1 unloaded")
-        stop.set()
-        await asyncio.gather(*workers)
+            await eventually(v1_gone, "version 1 unloaded")
+            count = len(seen)
+            await eventually(lambda: len(seen) >= count + 8, "traffic after the switch")
     assert [s for s in seen if not isinstance(s, float)] == []
 
 
@@ -392,3 +403,112 @@ async def test_poll_does_not_retry_an_unchanged_failure(repo: Path) -> None:
         write_model(repo, "bad", 1, 9.0)
         assert "bad" in (await server.dataplane.control.poll()).load
         assert await added(server, "bad") == 9.0
+
+
+# -- over the wire: tritonclient, HTTP and gRPC ---------------------------------------------
+
+
+def clients(server: Server) -> list[Any]:
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
+    return [
+        httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}"),
+        grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}"),
+    ]
+
+
+def wire_added(client: Any, name: str, version: str = "") -> float:
+    """``added`` through a tritonclient (either protocol)."""
+    module = __import__(type(client).__module__.rsplit(".", 1)[0], fromlist=["InferInput"])
+    inp = module.InferInput("INPUT0", [1, 4], "FP32")
+    inp.set_data_from_numpy(fp32(X))
+    return float(client.infer(name, [inp], model_version=version).as_numpy("OUTPUT0")[0][0]) - 1.0
+
+
+def wire_index(client: Any) -> dict[tuple[str, str], str]:
+    rows = client.get_model_repository_index()
+    if not isinstance(rows, list):  # gRPC: a message
+        rows = [{"name": m.name, "version": m.version, "state": m.state} for m in rows.models]
+    return {(r["name"], r.get("version", "")): r.get("state", "") for r in rows}
+
+
+def test_wire_poll_picks_up_a_new_version_with_no_failed_request(repo: Path, serve: Any) -> None:
+    import threading
+
+    write_model(repo, "a", 1, 1.0)
+    server = serve(repo, http=True, grpc=True, model_control_mode="poll", repository_poll_secs=0.05)
+    stop = threading.Event()
+    seen: list[list[Any]] = [[], []]
+
+    def client_loop(index: int) -> None:
+        client = clients(server)[index]
+        with client:
+            while not stop.is_set():
+                try:
+                    seen[index].append(wire_added(client, "a"))
+                except Exception as exc:  # any failure is what the test looks for
+                    seen[index].append(exc)
+
+    threads = [threading.Thread(target=client_loop, args=(i,)) for i in (0, 1)]
+    for thread in threads:
+        thread.start()
+    try:
+        deadline = time.monotonic() + WAIT_S
+        while not all(len(s) >= 4 for s in seen):
+            assert time.monotonic() < deadline, "no traffic"
+            time.sleep(0.01)  # bounded poll of the client threads' progress
+        write_model(repo, "a", 2, 2.0)
+        while not all(s and s[-1] == 2.0 for s in seen):
+            assert time.monotonic() < deadline, f"version 2 never served: {seen[0][-3:]}"
+            time.sleep(0.01)
+    finally:
+        stop.set()
+        for thread in threads:
+            thread.join(WAIT_S)
+    for results in seen:
+        assert [r for r in results if not isinstance(r, float)] == []
+    for client in clients(server):
+        with client:
+            assert wire_index(client)[("a", "2")] == "READY"
+
+
+def test_wire_explicit_load_with_overrides_and_unload(repo: Path, serve: Any) -> None:
+    from tritonclient.utils import InferenceServerException
+
+    write_model(repo, "a", 1, 1.0)
+    write_model(repo, "a", 2, 2.0)
+    server = serve(repo, http=True, grpc=True, model_control_mode="explicit")
+    override = json.dumps({"backend": "onnxruntime", "max_batch_size": 8,
+                           "version_policy": {"specific": {"versions": [1]}}})  # fmt: skip
+    for offset, client in enumerate(clients(server)):
+        with client:
+            if offset == 0:
+                assert wire_index(client)[("a", "")] == ""  # never loaded: name only
+            client.load_model("a")
+            assert wire_added(client, "a") == 2.0
+            client.load_model("a", config=override)
+            assert wire_added(client, "a") == 1.0
+            onnx_file = add_const_bytes(30.0 + offset)
+            client.load_model("fresh", config=override, files={"file:1/model.onnx": onnx_file})
+            assert wire_added(client, "fresh") == 30.0 + offset
+            client.unload_model("fresh")
+            client.unload_model("a")
+            states = wire_index(client)
+            assert states[("a", "1")] == "UNAVAILABLE" and states[("fresh", "1")] == "UNAVAILABLE"
+            with pytest.raises(InferenceServerException):
+                wire_added(client, "a")
+            with pytest.raises(InferenceServerException, match="failed to poll"):
+                client.load_model("nope")
+
+
+def test_wire_load_refused_in_none_mode(repo: Path, serve: Any) -> None:
+    from tritonclient.utils import InferenceServerException
+
+    write_model(repo, "a", 1, 1.0)
+    server = serve(repo, http=True, grpc=True)
+    for client in clients(server):
+        with client:
+            for call in (client.load_model, client.unload_model):
+                with pytest.raises(InferenceServerException, match="polling is enabled"):
+                    call("a")

@@ -217,12 +217,23 @@ class DataPlane:
                 f"{endpoint} doesn't support models with decoupled transaction policy"
             )
         future: asyncio.Future[InferenceResponse] = asyncio.get_running_loop().create_future()
-        request.response_sink = self._completion(request, mv, future.set_result)
+        request.response_sink = self._completion(request, mv, _resolver(future))
         self._enqueue(mv, request)
-        response = await future
+        try:
+            response = await future
+        except asyncio.CancelledError:
+            # The caller went away (client disconnect, deadline): work that has
+            # not started is dropped by the scheduler.
+            request.cancelled = True
+            raise
         if response.error is not None:
             raise response.error
         return response
+
+    def is_decoupled(self, name: str, version: str = "") -> bool:
+        """Whether requests to that model may get several responses (raises if unknown)."""
+        signature = self.registry.get(name, parse_version(version)).signature
+        return signature is not None and signature.decoupled
 
     async def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         """Every response of a request (several for decoupled models), errors included.
@@ -389,3 +400,13 @@ class DataPlane:
     def shm_unregister(self, kind: str, name: str = "") -> None:
         """Unregister ``name`` (unknown: no-op), or every region of ``kind`` when empty."""
         self.shm.unregister(kind, name)
+
+
+def _resolver(future: asyncio.Future[InferenceResponse]) -> Any:
+    """Resolve ``future`` with the response unless its waiter was cancelled meanwhile."""
+
+    def deliver(response: InferenceResponse) -> None:
+        if not future.done():
+            future.set_result(response)
+
+    return deliver

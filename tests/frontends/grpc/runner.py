@@ -16,9 +16,9 @@ from typing import Any
 import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aioclient
+from cases.infer_cases import InferCase
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
-from cases.infer_cases import InferCase
 from naiad.core.errors import Kind
 from naiad.frontends.grpc.errors import STATUS_CODES
 

@@ -3,8 +3,8 @@
 from __future__ import annotations
 
 import pytest
-
 from cases.infer_cases import CASES, InferCase
+
 from frontends.grpc.runner import run_aio, run_aio_stream, run_stream, run_sync
 
 #: cases the model side cannot serve yet (not a frontend matter)

@@ -12,9 +12,8 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aioclient
-from tritonclient.utils import InferenceServerException
-
 from backends.python.pybackend_models import repeat, write_model
+from tritonclient.utils import InferenceServerException
 
 SLOW = """
 import time
@@ -178,7 +177,9 @@ def test_deadline_cancels_a_queued_request(python_url: str) -> None:
     with grpcclient.InferenceServerClient(python_url) as client:
         assert client.is_server_live()  # connected: the next two calls arrive in order
         done: queue.Queue[Any] = queue.Queue()
-        client.async_infer("slow", [_slow_input(0.5)], callback=lambda result, error: done.put(error))
+        client.async_infer(
+            "slow", [_slow_input(0.5)], callback=lambda result, error: done.put(error)
+        )
         with pytest.raises(InferenceServerException) as exc:
             # queued behind the busy instance; were it run, it would take 0.4 s more
             _slow(client, 0.4, client_timeout=0.1)

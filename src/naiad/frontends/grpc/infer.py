@@ -8,7 +8,6 @@ running the model.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import re
 from typing import TYPE_CHECKING
@@ -43,11 +42,7 @@ class ModelInfer:
             request = decode_infer_request(msg)
             if self.forward is not None:
                 forward_headers(request, context.invocation_metadata(), self.forward)
-            try:
-                response = await self.dp.infer(request, endpoint=ENDPOINT)
-            except asyncio.CancelledError:
-                request.cancelled = True  # not started yet: the scheduler drops it
-                raise
+            response = await self.dp.infer(request, endpoint=ENDPOINT)
             return encode_infer_response(response, request)
         except NaiadError as exc:
             await context.abort(*status_of(exc))

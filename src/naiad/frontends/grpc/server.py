@@ -1,9 +1,9 @@
 """The gRPC frontend object the server starts and stops: a ``grpc.aio`` server.
 
 ``grpc.aio`` runs the handlers on the server's own event loop, next to the
-schedulers, so an inference costs no thread hop (the synchronous grpcio
-server with a thread pool was slower at every concurrency measured; see
-``benchmarks/grpc_bench.py``).  Channel arguments mirror Triton's
+schedulers, so an inference costs no thread hop.  (Bare-server anchors on
+this machine had the synchronous grpcio server with 16 threads slower than
+``grpc.aio`` at c=1/8/32; naiad's own numbers: ``benchmarks/grpc_bench.py``.)  Channel arguments mirror Triton's
 (grpc.md §0, §10): INT32_MAX message limits, keepalive, HTTP/2 ping policy,
 response compression level, SO_REUSEPORT only when asked.
 """

@@ -61,9 +61,7 @@ def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigRes
     return pb.ModelConfigResponse(config=dp.model_config(msg.name, msg.version))
 
 
-def model_statistics(
-    dp: DataPlane, msg: pb.ModelStatisticsRequest
-) -> pb.ModelStatisticsResponse:
+def model_statistics(dp: DataPlane, msg: pb.ModelStatisticsRequest) -> pb.ModelStatisticsResponse:
     # Queried twice per perf_analyzer window, never per request: ParseDict is cheap enough
     # and keeps one rendering of the counters (the core's REST dict).
     return json_format.ParseDict(

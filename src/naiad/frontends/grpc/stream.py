@@ -77,6 +77,7 @@ class _Stream:
         self.in_flight = 0
         self.reading = True
         self.failure: NaiadError | None = None  # triton_grpc_error mode: the stream's status
+        self.closed = False  # the rpc ended: later answers are dropped
 
     async def run(self) -> None:
         reader = asyncio.ensure_future(self._read())
@@ -88,11 +89,12 @@ class _Stream:
                 await self.context.write(msg)
         finally:
             # Client cancel, deadline or a failed write: stop everything of this stream.
+            # Requests are marked, not their tasks cancelled: the core still answers each one
+            # (without running it when it has not started) and the tasks end on that answer.
             reader.cancel()
             for request in self.live:
                 request.cancelled = True
-            for task in self.tasks:
-                task.cancel()
+            self.closed = True
         if self.failure is not None:
             await self.context.abort(*status_of(self.failure))
 
@@ -119,9 +121,7 @@ class _Stream:
             request = decode_infer_request(msg)
             if self.forward is not None:
                 forward_headers(request, self.metadata, self.forward)
-            decoupled = self.dp.model_config(
-                request.model_name, msg.model_version
-            ).model_transaction_policy.decoupled
+            decoupled = self.dp.is_decoupled(request.model_name, msg.model_version)
         except NaiadError as exc:
             slot = _Slot()
             self.order.append(slot)
@@ -210,6 +210,8 @@ class _Stream:
         self._request_done()
 
     def _emit(self, msg: Message) -> None:
+        if self.closed:
+            return
         if self.failure is not None:
             # triton_grpc_error: the first error ends the stream, later responses are dropped.
             self.out.put_nowait(None)

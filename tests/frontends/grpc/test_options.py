@@ -1,0 +1,127 @@
+"""Server options over real connections: TLS, mutual TLS, compression, restricted rpcs,
+header forwarding, and perf_analyzer ``-i grpc`` (with and without ``--streaming``)."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.grpc as grpcclient
+from tritonclient.utils import InferenceServerException
+
+PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
+
+
+def _identity(client: grpcclient.InferenceServerClient, **kwargs: Any) -> np.ndarray:
+    tensor = grpcclient.InferInput("INPUT0", [1, 16], "FP32")
+    data = np.arange(16, dtype=np.float32).reshape(1, 16)
+    tensor.set_data_from_numpy(data)
+    out = client.infer("identity_fp32", [tensor], **kwargs).as_numpy("OUTPUT0")
+    np.testing.assert_array_equal(out, data)
+    return out
+
+
+@pytest.fixture(scope="module")
+def certs(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A CA, a server certificate for localhost and a client certificate (openssl)."""
+    if shutil.which("openssl") is None:
+        pytest.skip("openssl is not installed")
+    d = tmp_path_factory.mktemp("certs")
+
+    def run(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=d, check=True, capture_output=True)
+
+    run("req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout", "ca.key", "-out", "ca.crt",
+        "-days", "1", "-subj", "/CN=naiad-test-ca")  # fmt: skip
+    (d / "san.ext").write_text("subjectAltName=DNS:localhost,IP:127.0.0.1\n")
+    for who in ("server", "client"):
+        run("req", "-newkey", "rsa:2048", "-nodes", "-keyout", f"{who}.key", "-out",
+            f"{who}.csr", "-subj", "/CN=localhost")  # fmt: skip
+        run("x509", "-req", "-in", f"{who}.csr", "-CA", "ca.crt", "-CAkey", "ca.key",
+            "-CAcreateserial", "-out", f"{who}.crt", "-days", "1", "-extfile", "san.ext")  # fmt: skip
+    return d
+
+
+def test_tls(grpc_case_repo: Path, serve: Any, certs: Path) -> None:
+    server = serve(grpc_case_repo, grpc=True, grpc_use_ssl=True,
+                   grpc_server_cert=str(certs / "server.crt"),
+                   grpc_server_key=str(certs / "server.key"))  # fmt: skip
+    url = f"localhost:{server.grpc_port}"
+    with grpcclient.InferenceServerClient(
+        url, ssl=True, root_certificates=str(certs / "ca.crt")
+    ) as client:
+        assert client.is_server_ready()
+        _identity(client)
+
+
+def test_mutual_tls_requires_a_client_certificate(
+    grpc_case_repo: Path, serve: Any, certs: Path
+) -> None:
+    server = serve(grpc_case_repo, grpc=True, grpc_use_ssl_mutual=True,
+                   grpc_server_cert=str(certs / "server.crt"),
+                   grpc_server_key=str(certs / "server.key"),
+                   grpc_root_cert=str(certs / "ca.crt"))  # fmt: skip
+    url = f"localhost:{server.grpc_port}"
+    with grpcclient.InferenceServerClient(
+        url, ssl=True, root_certificates=str(certs / "ca.crt"),
+        private_key=str(certs / "client.key"), certificate_chain=str(certs / "client.crt"),
+    ) as client:  # fmt: skip
+        _identity(client)
+    with grpcclient.InferenceServerClient(
+        url, ssl=True, root_certificates=str(certs / "ca.crt")
+    ) as client:
+        with pytest.raises(InferenceServerException):
+            client.is_server_live(client_timeout=10)
+
+
+def test_response_compression_and_request_compression(grpc_case_repo: Path, serve: Any) -> None:
+    server = serve(grpc_case_repo, grpc=True, grpc_infer_response_compression_level="high")
+    with grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") as client:
+        _identity(client)
+        _identity(client, compression_algorithm="gzip")
+        _identity(client, compression_algorithm="deflate")
+
+
+def test_restricted_protocol(grpc_case_repo: Path, serve: Any) -> None:
+    key = "triton-grpc-protocol-infer-key"
+    server = serve(grpc_case_repo, grpc=True,
+                   grpc_restricted_protocol=(f"inference,model-config:{key}=secret",))  # fmt: skip
+    with grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") as client:
+        assert client.is_server_live()  # health is not restricted
+        with pytest.raises(InferenceServerException) as exc:
+            _identity(client)
+        assert exc.value.status() == "StatusCode.UNAVAILABLE"
+        assert exc.value.message() == f"This protocol is restricted, expecting header '{key}'"
+        with pytest.raises(InferenceServerException):
+            client.get_model_config("identity_fp32", headers={key: "wrong"})
+        _identity(client, headers={key: "secret"})
+        assert client.get_model_config("identity_fp32", headers={key: "secret"}).config.name
+
+
+def test_header_forwarding(grpc_case_repo: Path, serve: Any) -> None:
+    server = serve(grpc_case_repo, grpc=True, grpc_header_forward_pattern="^x-fwd-")
+    with grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") as client:
+        _identity(client, headers={"x-fwd-user": "alice", "other": "ignored"})
+    server = serve(grpc_case_repo, grpc=True, grpc_header_forward_pattern="^triton_")
+    with grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}") as client:
+        with pytest.raises(InferenceServerException) as exc:
+            _identity(client, headers={"triton_x": "1"})
+    assert exc.value.status() == "StatusCode.INVALID_ARGUMENT"
+    assert "reserved for Triton usage" in exc.value.message()
+
+
+@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streaming"])
+def test_perf_analyzer(grpc_url: str, streaming: bool) -> None:
+    command = [str(PERF_ANALYZER), "-m", "identity_fp32", "-i", "grpc", "-u", grpc_url,
+               "--concurrency-range", "2", "-p", "500", "--max-trials", "3",
+               "--stability-percentage", "100000"]  # fmt: skip
+    if streaming:
+        command.append("--streaming")
+    done = subprocess.run(command, capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "Throughput:" in done.stdout
