@@ -15,6 +15,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from naiad._version import __version__
+from naiad.core.errors import NaiadError
 from naiad.core.options import ServerOptions
 from naiad.repository.sources import is_url
 
@@ -314,7 +315,12 @@ async def serve(options: ServerOptions) -> int:
     if missing:
         log.error("model repository not found: %s", ", ".join(str(p) for p in missing))
         return 1
-    await server.dataplane.start()
+    try:
+        await server.dataplane.start()
+    except NaiadError as exc:  # e.g. a remote repository whose extra is not installed
+        log.error("%s", exc.message)
+        await server.dataplane.stop(0)
+        return 1
     rows = []
     for index in await server.dataplane.repository_index():
         state = index.get("state", "UNAVAILABLE")

@@ -150,13 +150,13 @@ def test_opentelemetry_spans_with_propagated_context():
     exporter = InMemorySpanExporter()
     settings = TraceSettings()
     settings.update(
-        {"trace_level": ["TIMESTAMPS"], "trace_mode": "opentelemetry", "trace_rate": "1000"}
+        {"trace_level": ["TIMESTAMPS"], "trace_mode": "opentelemetry", "trace_rate": "0"}
     )
     tracer = Tracer(settings, otel_exporter=exporter)
     stats = ModelStats()
     stats.last_compute = (100, 2000, 300)
     parent = "00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01"
-    assert tracer.sample(_request(), 1) is None  # 1 in 1000: not this one
+    assert tracer.sample(_request(), 1) is None  # rate 0: only propagated contexts
     request = _request({"traceparent": parent})
     trace = tracer.sample(request, 1)  # a propagated context is always traced
     assert trace is not None

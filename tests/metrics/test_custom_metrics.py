@@ -88,3 +88,12 @@ def test_registries_are_not_global():
     one, two = MetricsRegistry(MetricsConfig()), MetricsRegistry()
     one.family("x", "X", "gauge").metric().set(1)
     assert two.get_family("x") is None
+
+
+def test_kinds_accept_pb_utils_constants():
+    registry = MetricsRegistry()
+    assert registry.family("c", "C", 0).kind is MetricKind.COUNTER
+    assert registry.family("g", "G", 1).kind is MetricKind.GAUGE
+    assert registry.family("h", "H", 2).kind is MetricKind.HISTOGRAM
+    with pytest.raises(ValueError):
+        registry.family("x", "X", 3)

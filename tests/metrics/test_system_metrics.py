@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from types import SimpleNamespace
 
 import pytest
 from metrics.helpers import add_simple, scrape
 
 from naiad.metrics import cpu
 from naiad.metrics.exposition import render
-from naiad.metrics.gpu import open_gpus
+from naiad.metrics.gpu import NvmlGpus, open_gpus
 from naiad.metrics.system import SystemMetrics
 
 
@@ -76,3 +77,50 @@ def test_gpu_metrics_match_what_perf_analyzer_reads():
         assert all(uuid.startswith("GPU-") for uuid, _ in found)
     total = re.search(r"\nnv_gpu_memory_total_bytes\{[^}]*\} (\d+)", text)
     assert total and int(total.group(1)) > 0
+
+
+class _FakeNvml:
+    """Just enough of pynvml for NvmlGpus (values in NVML's units: %, bytes, mW, mJ)."""
+
+    def __init__(self) -> None:
+        self.energy = 5_000
+
+    def nvmlDeviceGetUUID(self, handle):  # noqa: N802 - NVML's names
+        return b"GPU-1234"
+
+    def nvmlDeviceGetTotalEnergyConsumption(self, handle):  # noqa: N802
+        return self.energy
+
+    def nvmlDeviceGetUtilizationRates(self, handle):  # noqa: N802
+        return SimpleNamespace(gpu=42)
+
+    def nvmlDeviceGetMemoryInfo(self, handle):  # noqa: N802
+        return SimpleNamespace(total=80 * 2**30, used=2**30)
+
+    def nvmlDeviceGetPowerUsage(self, handle):  # noqa: N802
+        return 150_500
+
+    def nvmlDeviceGetPowerManagementLimit(self, handle):  # noqa: N802
+        return 700_000
+
+    def nvmlShutdown(self):  # noqa: N802
+        pass
+
+
+def test_gpu_gauges_in_tritons_units_and_format():
+    nvml = _FakeNvml()
+    metrics = SystemMetrics(cpu_metrics=False)
+    metrics._nvml = NvmlGpus(nvml, ["handle"])
+    nvml.energy += 3_000  # 3 J since the server started
+    metrics.poll()
+    lines = render(metrics.collect()).splitlines()
+    for line in (
+        'nv_gpu_utilization{gpu_uuid="GPU-1234"} 0.42',
+        'nv_gpu_memory_total_bytes{gpu_uuid="GPU-1234"} 85899345920',
+        'nv_gpu_memory_used_bytes{gpu_uuid="GPU-1234"} 1073741824',
+        'nv_gpu_power_usage{gpu_uuid="GPU-1234"} 150.5',
+        'nv_gpu_power_limit{gpu_uuid="GPU-1234"} 700',
+        'nv_energy_consumption{gpu_uuid="GPU-1234"} 3',
+        "# TYPE nv_energy_consumption counter",
+    ):
+        assert line in lines, line

@@ -138,12 +138,6 @@ def test_initial_state_from_file(serve: Any, repo: Path) -> None:
     assert [int(scalar(r, "OUTPUT")) for r in results[7]] == [100 + s for s in expected_sums(0)]
 
 
-@pytest.mark.xfail(
-    raises=NaiadError,
-    strict=True,
-    reason="the Python backend refuses outputs outside config.output; it must also allow "
-    "sequence_batching.state output names (backends/python/backend.py)",
-)
 def test_python_implicit_state(serve: Any, repo: Path) -> None:
     py_state(repo)
     server = serve(repo)

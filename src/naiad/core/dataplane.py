@@ -292,6 +292,7 @@ class DataPlane:
         if self._per_request_metrics and stats.latency is None:
             self.model_metrics.attach(mv)
         latency = stats.latency
+        ensemble = signature is not None and signature.platform == "ensemble"
 
         def complete(response: InferenceResponse) -> None:
             reason = -1
@@ -316,8 +317,8 @@ class DataPlane:
                 if response.error is None:
                     stats.record_success(now - request.arrival_ns, request.queue_ns)
                 else:
-                    if reason < 0:
-                        reason = failure_reason(response.error)
+                    if reason < 0:  # ensembles report every failure as OTHER, as Triton does
+                        reason = OTHER if ensemble else failure_reason(response.error)
                     stats.record_failure(now - request.arrival_ns, reason)
                 if trace is not None:
                     self.tracer.finish(trace, request, response, stats, now)

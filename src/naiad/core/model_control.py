@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
 from naiad.core.registry import ModelEntry, ModelRegistry, ModelState
+from naiad.core.repository_index import index_rows
 from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import ModelSource
 from naiad.repository.overrides import remove_tree, write_model_files
@@ -85,9 +86,11 @@ class ModelControl:
                 self.startup_failures.append((name, exc.message))
 
     async def stop_polling(self) -> None:
+        """Let a poll in progress finish (no half-loaded model), then stop polling."""
         poller, self._poller = self._poller, None
         if poller is not None:
-            poller.cancel()
+            async with self._poll_lock:
+                poller.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await poller
 
@@ -253,46 +256,9 @@ class ModelControl:
     # -- index -----------------------------------------------------------------------
 
     async def index(self, ready: bool = False) -> list[dict[str, str]]:
-        """Every model the repositories hold or the server knows, with version states.
-
-        Never-loaded models are listed by name only; UNLOADING shows while a
-        version drains.
-        """
+        """The repository index: models on disk or known to the server, with states."""
         fresh = await asyncio.to_thread(self.repositories.scan)
-        names = set(fresh.models) | set(fresh.duplicates) | set(self.registry.models)
-        out: list[dict[str, str]] = []
-        for name in sorted(names):
-            entry = self.registry.entry(name)
-            if name in fresh.duplicates:
-                if not ready:
-                    out.append(
-                        {
-                            "name": name,
-                            "state": ModelState.UNAVAILABLE.value,
-                            "reason": "model appears in multiple repositories",
-                        }
-                    )
-                continue
-            if entry is None or (not entry.versions and entry.state is None):
-                if not ready:
-                    out.append({"name": name})
-                continue
-            if not entry.versions:
-                assert entry.state is not None
-                if not ready:
-                    item = {"name": name, "state": entry.state.value}
-                    if entry.reason:
-                        item["reason"] = entry.reason
-                    out.append(item)
-                continue
-            for version, mv in sorted(entry.versions.items()):
-                if ready and not mv.ready:
-                    continue
-                item = {"name": name, "version": str(version), "state": mv.state.value}
-                if mv.reason:
-                    item["reason"] = mv.reason
-                out.append(item)
-        return out
+        return index_rows(fresh, self.registry, ready)
 
     # -- polling -------------------------------------------------------------------
 

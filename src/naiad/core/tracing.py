@@ -80,10 +80,10 @@ class TraceSetting:
         self.mode = str(values.get("trace_mode", "triton"))
         self.file = file
         self._count_owner = count_owner
-        self.valid = (
-            (self.timestamps or self.tensors)
-            and self.rate > 0
-            and (self.mode != "triton" or file is not None)
+        # Sampling needs a level, a rate and (triton mode) a file; a request with a
+        # propagated OpenTelemetry context is traced whenever a level is on, even at rate 0.
+        self.valid = (self.timestamps or self.tensors) and (
+            self.mode != "triton" or file is not None
         )
         self._sampled = 0
         self._created = 0
@@ -97,7 +97,7 @@ class TraceSetting:
         if forced:
             self._created += 1
             return True
-        if self.count == 0:
+        if self.count == 0 or self.rate <= 0:
             return False
         self._sampled += 1
         if self._sampled % self.rate:

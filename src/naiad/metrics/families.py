@@ -28,6 +28,16 @@ class MetricKind(str, enum.Enum):
     GAUGE = "gauge"
     HISTOGRAM = "histogram"
 
+    @classmethod
+    def of(cls, kind: MetricKind | str | int) -> MetricKind:
+        """A kind from its name, or from pb_utils' ints (COUNTER 0, GAUGE 1, HISTOGRAM 2)."""
+        if isinstance(kind, int) and not isinstance(kind, bool):
+            members = list(cls)
+            if not 0 <= kind < len(members):
+                raise ValueError(f"unknown metric family kind {kind}")
+            return members[kind]
+        return cls(kind)
+
 
 class Metric:
     """One labelled series of a family: a number, or a histogram."""
@@ -87,12 +97,12 @@ class Metric:
 class MetricFamily:
     """A named family of series of one kind; ``metric(labels)`` gets or adds a series."""
 
-    def __init__(self, name: str, description: str, kind: MetricKind | str) -> None:
+    def __init__(self, name: str, description: str, kind: MetricKind | str | int) -> None:
         if not _NAME.match(name):
             raise ValueError(f"invalid metric family name '{name}'")
         self.name = name
         self.description = description
-        self.kind = MetricKind(kind)
+        self.kind = MetricKind.of(kind)
         self.lock = threading.Lock()
         self._metrics: dict[Labels, Metric] = {}
 

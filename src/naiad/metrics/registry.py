@@ -38,13 +38,13 @@ class MetricsRegistry:
 
     # -- custom families ---------------------------------------------------
 
-    def family(self, name: str, description: str, kind: MetricKind | str) -> MetricFamily:
+    def family(self, name: str, description: str, kind: MetricKind | str | int) -> MetricFamily:
         """The family ``name``, created on first use.
 
         Asking again with the same kind and description returns the same
         family (two instances of a model share it); anything else is an error.
         """
-        kind = MetricKind(kind)
+        kind = MetricKind.of(kind)
         with self._lock:
             if any(name in c.names for c in self._collectors):
                 raise ValueError(f"metric family '{name}' is reserved by the server")

@@ -1,5 +1,6 @@
-"""Model repositories: finding models and versions on disk."""
+"""Model repositories: finding models and versions in local folders or behind URLs."""
 
+from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import (
     ModelSource,
     RepositoryScan,
@@ -8,11 +9,18 @@ from naiad.repository.local import (
     scan,
     select_versions,
 )
+from naiad.repository.sources import Catalog, LocalRepository, Repositories, Repository, is_url
 
 __all__ = [
+    "Catalog",
+    "LocalRepository",
+    "ModelFingerprint",
     "ModelSource",
+    "Repositories",
+    "Repository",
     "RepositoryScan",
     "check_repositories",
+    "is_url",
     "read_labels",
     "scan",
     "select_versions",

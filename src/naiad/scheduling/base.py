@@ -158,7 +158,8 @@ class Scheduler(abc.ABC):
             if request.cancelled:
                 self._answer(request, InferenceResponse(error=Cancelled("request cancelled")))
             else:
-                request.queue_ns = now - request.queue_start_ns
+                # Never 0 once started: the core reads 0 as "did not execute".
+                request.queue_ns = max(now - request.queue_start_ns, 1)
                 live.append(request)
         self.stats.record_started(len(live))  # the pending-requests gauge
         if not live:

@@ -171,9 +171,20 @@ class SequenceBatcher(Scheduler):
         return self.policy.form(row, now, bool(self.table.backlog))
 
     def pump(self) -> None:
-        """Start a batch on every idle instance whose sequences have one ready."""
-        if self._closed:
+        """Start a batch on every idle instance whose sequences have one ready.
+
+        Not re-entrant (like the base class's): a batch run inline frees its
+        instance inside this loop, and the loop itself picks up what follows.
+        """
+        if self._closed or self._pumping:
             return
+        self._pumping = True
+        try:
+            self._pump()
+        finally:
+            self._pumping = False
+
+    def _pump(self) -> None:
         now = self._clock()
         wake = 0
         while self._idle and not self._acquiring:

@@ -98,7 +98,11 @@ class PythonBackend(Backend):
             config.HasField("model_transaction_policy")
             and config.model_transaction_policy.decoupled
         )
-        outputs = [o.name for o in config.output]
+        # Implicit-state outputs are produced by the model like any output; the
+        # sequence batcher takes them out of the response.
+        outputs = [o.name for o in config.output] + [
+            s.output_name for s in config.sequence_batching.state
+        ]
         args = {
             "model_config": config_to_json(config),
             "model_instance_kind": spec.kind,
