@@ -298,7 +298,7 @@ def status_table(rows: Sequence[tuple[str, str, str]]) -> str:
     line = "+" + "+".join("-" * (w + 2) for w in widths) + "+"
 
     def fmt(row: Sequence[str]) -> str:
-        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(row, widths)) + "|"
+        return "|" + "|".join(f" {c:<{w}} " for c, w in zip(row, widths, strict=True)) + "|"
 
     return "\n".join([line, fmt(header), line, *(fmt(r) for r in rows), line])
 

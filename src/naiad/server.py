@@ -11,10 +11,10 @@ import asyncio
 import importlib
 import logging
 import threading
-from collections.abc import Mapping, Sequence
+from collections.abc import Coroutine, Mapping, Sequence
 from concurrent.futures import Future
 from pathlib import Path
-from typing import Any, Coroutine, TypeVar
+from typing import Any, TypeVar
 
 import numpy as np
 
@@ -55,7 +55,9 @@ class Server:
     ) -> None:
         if options is None:
             repos = (
-                [model_repository] if isinstance(model_repository, (str, Path)) else model_repository
+                [model_repository]
+                if isinstance(model_repository, (str, Path))
+                else model_repository
             )
             options = ServerOptions(
                 model_repositories=tuple(Path(r) for r in repos),

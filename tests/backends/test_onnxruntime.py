@@ -8,10 +8,10 @@ import time
 import numpy as np
 import onnxruntime as ort
 import pytest
-
-from naiad.core.errors import InvalidArgument
 from support import onnx_models
 from support.onnx_models import write_config
+
+from naiad.core.errors import InvalidArgument
 
 DATATYPES = {
     "BOOL": np.bool_,
@@ -71,8 +71,16 @@ def test_auto_complete_fills_inputs_outputs_and_batching(repo, serve):
     assert simple["input"][0]["dims"] == [16] and simple["input"][0]["data_type"] == "TYPE_INT32"
     assert simple["dynamic_batching"]["preferred_batch_size"] == [4]
     assert simple["instance_group"] == [
-        {"name": "simple", "kind": "KIND_CPU", "count": 2, "gpus": [], "secondary_devices": [],
-         "profile": [], "passive": False, "host_policy": ""}
+        {
+            "name": "simple",
+            "kind": "KIND_CPU",
+            "count": 2,
+            "gpus": [],
+            "secondary_devices": [],
+            "profile": [],
+            "passive": False,
+            "host_policy": "",
+        }
     ]
     fixed = server.model_config("fixed")
     assert fixed["max_batch_size"] == 0 and "dynamic_batching" not in fixed
@@ -100,8 +108,11 @@ def test_batching_config_on_a_non_batching_model_fails_clearly(repo, serve):
 def test_broken_model_file_is_unavailable_with_the_reason(repo, serve):
     (repo / "broken" / "1").mkdir(parents=True)
     (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx file")
-    write_config(repo / "broken", 'backend: "onnxruntime"\ninput [{name: "x" data_type: TYPE_FP32 '
-                 'dims: [1]}]\noutput [{name: "y" data_type: TYPE_FP32 dims: [1]}]\n')
+    write_config(
+        repo / "broken",
+        'backend: "onnxruntime"\ninput [{name: "x" data_type: TYPE_FP32 '
+        'dims: [1]}]\noutput [{name: "y" data_type: TYPE_FP32 dims: [1]}]\n',
+    )
     onnx_models.identity(repo / "ok" / "1" / "model.onnx")
     server = serve(repo)
     index = {e["name"]: e for e in server._call(server.dataplane.repository_index())}
@@ -122,8 +133,8 @@ def test_string_model_with_labels_classification(repo, serve):
     )
     (repo / "scores" / "l.txt").write_text("a\nb\nc\nd\n")
     server = serve(repo)
-    from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
     from naiad.core import datatypes
+    from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
 
     x = np.array([[1.1, 3.3, 0.5, 2.4]], np.float32)
     request = InferenceRequest(
@@ -143,7 +154,7 @@ def test_instances_execute_in_parallel(repo, serve):
     write_config(
         repo / "mm",
         'backend: "onnxruntime"\nmax_batch_size: 64\n'
-        'instance_group [{kind: KIND_CPU count: 2}]\n'
+        "instance_group [{kind: KIND_CPU count: 2}]\n"
         'parameters { key: "intra_op_thread_count" value: { string_value: "1" } }\n',
     )
     server = serve(repo)
@@ -165,9 +176,7 @@ def test_instances_execute_in_parallel(repo, serve):
         t.join()
     # Evidence that does not depend on timing: both instances saw work concurrently
     # means some pair of calls overlapped.
-    overlaps = any(
-        a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :]
-    )
+    overlaps = any(a[0] < b[1] and b[0] < a[1] for i, a in enumerate(spans) for b in spans[i + 1 :])
     assert overlaps
     stats = server.statistics("mm")["model_stats"][0]
     assert stats["execution_count"] == 6 and stats["inference_count"] == 6 * 64

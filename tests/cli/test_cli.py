@@ -16,7 +16,10 @@ ROOT = Path(__file__).resolve().parents[2]
 
 def naiad(*args: str, **kwargs) -> subprocess.CompletedProcess:
     return subprocess.run(
-        [sys.executable, "-m", "naiad.cli", *args], capture_output=True, text=True, timeout=120,
+        [sys.executable, "-m", "naiad.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
         **kwargs,
     )
 
@@ -48,9 +51,23 @@ def test_check_prints_every_problem_with_file_and_line(repo):
 def test_serve_prints_the_status_table_and_stops_on_sigterm(repo):
     onnx_models.identity(repo / "m" / "1" / "model.onnx")
     proc = subprocess.Popen(
-        [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-         "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [
+            sys.executable,
+            "-m",
+            "naiad.cli",
+            "serve",
+            "--model-repository",
+            str(repo),
+            "--http-port",
+            "0",
+            "--grpc-port",
+            "0",
+            "--metrics-port",
+            "0",
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     try:
         lines = []
@@ -72,16 +89,29 @@ def test_serve_prints_the_status_table_and_stops_on_sigterm(repo):
 def test_serve_exits_non_zero_when_a_model_fails_and_exit_on_error(repo):
     write_config(repo / "broken", 'backend: "onnxruntime"\n')
     (repo / "broken" / "1").mkdir()
-    result = naiad("serve", "--model-repository", str(repo), "--http-port", "0",
-                   "--grpc-port", "0", "--metrics-port", "0")
+    result = naiad(
+        "serve",
+        "--model-repository",
+        str(repo),
+        "--http-port",
+        "0",
+        "--grpc-port",
+        "0",
+        "--metrics-port",
+        "0",
+    )
     assert result.returncode == 1
     assert "broken" in result.stdout and "UNAVAILABLE" in result.stdout
     assert "Traceback" not in result.stderr
 
 
 def test_missing_repository_is_a_clear_error(tmp_path):
-    result = naiad("serve", "--model-repository", str(tmp_path / "nope"), env={
-        **os.environ, "PYTHONUNBUFFERED": "1"})
+    result = naiad(
+        "serve",
+        "--model-repository",
+        str(tmp_path / "nope"),
+        env={**os.environ, "PYTHONUNBUFFERED": "1"},
+    )
     assert result.returncode == 1
     assert "model repository not found" in result.stderr
     assert "Traceback" not in result.stderr

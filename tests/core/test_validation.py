@@ -53,15 +53,25 @@ def test_wire_buffer_becomes_numpy_view_and_batch_size_is_set():
             "[request id: <id_unknown>] inference input 'A' data-type is 'INT32', "
             "but model 'm' expects 'FP32'",
         ),
-        ([fp32("A", (16,))], "unexpected shape for input 'A' for model 'm'. Expected [-1,16], got [1"),
+        (
+            [fp32("A", (16,))],
+            "unexpected shape for input 'A' for model 'm'. Expected [-1,16], got [1",
+        ),
         ([fp32("A", (1, 15))], "Expected [-1,16], got [1,15]"),
         ([fp32("A", (9, 16))], "inference request batch-size must be <= 8 for 'm'"),
-        ([fp32("A", (1, 16), b"\0" * 60)],
-         "input byte size mismatch for input 'A' for model 'm'. Expected 64, got 60"),
-        ([], "expected 1 inputs but got 0 inputs for model 'm'. Got input(s) [], but missing "
-             "required input(s) ['A']. Please provide all required input(s)."),
-        ([fp32("A", (2, 16)), InferInput("B", datatypes.INT32, (1, 3), b"\0" * 12)],
-         "input 'B' batch size does not match other inputs for 'm'"),
+        (
+            [fp32("A", (1, 16), b"\0" * 60)],
+            "input byte size mismatch for input 'A' for model 'm'. Expected 64, got 60",
+        ),
+        (
+            [],
+            "expected 1 inputs but got 0 inputs for model 'm'. Got input(s) [], but missing "
+            "required input(s) ['A']. Please provide all required input(s).",
+        ),
+        (
+            [fp32("A", (2, 16)), InferInput("B", datatypes.INT32, (1, 3), b"\0" * 12)],
+            "input 'B' batch size does not match other inputs for 'm'",
+        ),
     ],
 )
 def test_bad_requests_get_tritons_messages(inputs, message):

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from naiad.repository import ModelSource, scan, select_versions
-from naiad.config import model_config_pb2 as pb
 from support import onnx_models
 from support.onnx_models import write_config
+
+from naiad.config import model_config_pb2 as pb
+from naiad.repository import ModelSource, scan, select_versions
 
 
 def test_numeric_version_folders_only(tmp_path):
@@ -47,7 +47,9 @@ def test_duplicates_across_repositories_are_reported(tmp_path):
 def test_served_versions_follow_the_policy(repo, serve):
     for v in (1, 2, 3):
         onnx_models.identity(repo / "m" / str(v) / "model.onnx")
-    write_config(repo / "m", 'backend: "onnxruntime"\nversion_policy: { latest { num_versions: 2 } }\n')
+    write_config(
+        repo / "m", 'backend: "onnxruntime"\nversion_policy: { latest { num_versions: 2 } }\n'
+    )
     server = serve(repo)
     assert server.model_metadata("m")["versions"] == ["2", "3"]
     x = np.ones((1, 16), np.float32)

@@ -36,8 +36,13 @@ def _save(graph: onnx.GraphProto, path: Path, opset: int = 13) -> Path:
     return path
 
 
-def identity(path: Path, datatype: str = "FP32", shape: Dims = ("batch", 16),
-             input_name: str = "INPUT0", output_name: str = "OUTPUT0") -> Path:
+def identity(
+    path: Path,
+    datatype: str = "FP32",
+    shape: Dims = ("batch", 16),
+    input_name: str = "INPUT0",
+    output_name: str = "OUTPUT0",
+) -> Path:
     t = ONNX_TYPES[datatype]
     graph = helper.make_graph(
         [helper.make_node("Identity", [input_name], [output_name])],
@@ -73,8 +78,9 @@ def matmul(path: Path, size: int = 256, seed: int = 0) -> Path:
         "matmul",
         [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ["batch", size])],
         [helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ["batch", size])],
-        initializer=[helper.make_tensor("W", TensorProto.FLOAT, [size, size],
-                                        weights.reshape(-1).tolist())],
+        initializer=[
+            helper.make_tensor("W", TensorProto.FLOAT, [size, size], weights.reshape(-1).tolist())
+        ],
     )
     return _save(graph, path)
 

@@ -11,9 +11,10 @@ elsewhere (the Python backend's processes) may instead implement
 from __future__ import annotations
 
 import abc
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -70,7 +71,9 @@ class ModelInstance(abc.ABC):
         """Run one batch; return one response (possibly an error one) per request."""
         raise NotImplementedError
 
-    async def execute_async(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+    async def execute_async(
+        self, requests: list[InferenceRequest]
+    ) -> list[InferenceResponse] | None:
         raise NotImplementedError
 
     def is_ready(self) -> bool:

@@ -119,7 +119,9 @@ class OnnxRuntimeBackend(Backend):
     def _add_tensor(entry: Any, tensor: Any, skip: int, batching: bool) -> None:
         dt = ORT_TYPES.get(tensor.type)
         if dt is None:
-            raise InvalidArgument(f"unsupported ONNX type '{tensor.type}' of tensor '{tensor.name}'")
+            raise InvalidArgument(
+                f"unsupported ONNX type '{tensor.type}' of tensor '{tensor.name}'"
+            )
         entry.name = tensor.name
         entry.data_type = dt.config_enum
         dims = _dims(tensor.shape)[skip:]
@@ -214,9 +216,7 @@ class OnnxRuntimeInstance(ModelInstance):
                 + ", ".join(sorted(model_inputs))
             )
         self.output_names = names
-        self.output_types = {
-            n: ORT_TYPES.get(model_outputs[n].type, datatypes.FP32) for n in names
-        }
+        self.output_types = {n: ORT_TYPES.get(model_outputs[n].type, datatypes.FP32) for n in names}
         self.string_inputs = {
             i.name for i in self.session.get_inputs() if i.type == "tensor(string)"
         }
@@ -233,7 +233,7 @@ class OnnxRuntimeInstance(ModelInstance):
         except Exception as exc:
             raise Internal(f"onnx runtime error: {exc}") from None
         t2 = time.monotonic_ns()
-        arrays = dict(zip(self.output_names, results))
+        arrays = dict(zip(self.output_names, results, strict=True))
         rows = [r.batch_size for r in requests]
         responses: list[InferenceResponse] = []
         for produced in split_outputs(arrays, rows, self.batching):

@@ -7,7 +7,7 @@ that go to shared memory.
 
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 import numpy as np
 
@@ -49,7 +49,9 @@ def finish_response(
                 if write_shm is None:
                     raise InvalidArgument("shared memory is not available on this server")
                 write_shm(requested.shm, tensor)
-                tensor = OutputTensor(tensor.name, tensor.datatype, tensor.shape, None, requested.shm)
+                tensor = OutputTensor(
+                    tensor.name, tensor.datatype, tensor.shape, None, requested.shm
+                )
             kept.append(tensor)
         # Triton returns outputs in the order the model produced them.
         order = {o.name: i for i, o in enumerate(outputs)}
@@ -91,8 +93,7 @@ def classify(
     dt = tensor.datatype
     if dt.is_bytes or dt.name in ("FP16", "BF16", "BOOL"):
         raise InvalidArgument(
-            f"class result not available for output '{tensor.name}' due to unsupported type "
-            f"'{dt}'"
+            f"class result not available for output '{tensor.name}' due to unsupported type '{dt}'"
         )
     is_float = dt.name in ("FP32", "FP64")
     rows = data.reshape(data.shape[0], -1) if batching and data.ndim > 0 else data.reshape(1, -1)

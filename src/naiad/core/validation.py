@@ -7,7 +7,8 @@ compare them.
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -40,7 +41,7 @@ def _dims_str(dims: tuple[int, ...] | list[int]) -> str:
 def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     if len(dims) != len(shape):
         return False
-    for d, s in zip(dims, shape):
+    for d, s in zip(dims, shape, strict=True):
         if d != -1 and d != s:
             return False
     return True
@@ -217,7 +218,7 @@ def _reshaped(spec: TensorSpec, shape: tuple[int, ...]) -> tuple[int, ...]:
     assert spec.reshape is not None
     batch = shape[: len(shape) - len(spec.dims)]
     body = shape[len(batch) :]
-    variable = [s for d, s in zip(spec.dims, body) if d == -1]
+    variable = [s for d, s in zip(spec.dims, body, strict=True) if d == -1]
     target: list[int] = []
     for d in spec.reshape:
         target.append(variable.pop(0) if d == -1 and variable else d)
