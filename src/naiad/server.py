@@ -22,6 +22,7 @@ from naiad.core import datatypes
 from naiad.core.dataplane import DataPlane
 from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+from naiad.repository import is_url
 
 log = logging.getLogger("naiad")
 T = TypeVar("T")
@@ -60,7 +61,7 @@ class Server:
                 else model_repository
             )
             options = ServerOptions(
-                model_repositories=tuple(Path(r) for r in repos),
+                model_repositories=tuple(str(r) if is_url(str(r)) else Path(r) for r in repos),
                 http_port=-1 if http_port is None else http_port,
                 grpc_port=-1 if grpc_port is None else grpc_port,
                 metrics_port=-1 if metrics_port is None else metrics_port,

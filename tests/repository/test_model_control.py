@@ -279,6 +279,39 @@ async def test_unload_dependents_drops_models_loaded_only_as_dependencies(repo: 
         assert index_of(await server.dataplane.repository_index())[("dep", "1")][0] == "READY"
 
 
+ENSEMBLE = """
+platform: "ensemble"
+max_batch_size: 8
+input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [4] }]
+output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [4] }]
+ensemble_scheduling { step [
+  { model_name: "a" model_version: -1
+    input_map { key: "INPUT0" value: "INPUT0" } output_map { key: "OUTPUT0" value: "mid" } },
+  { model_name: "b" model_version: -1
+    input_map { key: "INPUT0" value: "mid" } output_map { key: "OUTPUT0" value: "OUTPUT0" } }
+] }
+"""
+
+
+async def test_ensemble_load_brings_its_composing_models_and_unload_drops_them(
+    repo: Path,
+) -> None:
+    write_model(repo, "a", 1, 1.0)
+    write_model(repo, "b", 1, 10.0)
+    (repo / "ens" / "1").mkdir(parents=True)
+    (repo / "ens" / "config.pbtxt").write_text(ENSEMBLE)
+    async with serving(repo, model_control_mode="explicit", load_models=("ens",)) as server:
+        dp = server.dataplane
+        assert await added(server, "ens") == 11.0
+        await dp.unload_model("ens", unload_dependents=False)
+        assert server.model_ready("a") and server.model_ready("b")
+        await dp.load_model("ens")
+        await dp.unload_model("ens", unload_dependents=True)
+        rows = index_of(await dp.repository_index())
+        assert rows[("a", "1")] == ("UNAVAILABLE", "unloaded")
+        assert rows[("b", "1")] == ("UNAVAILABLE", "unloaded")
+
+
 async def test_unloading_is_visible_while_requests_drain(repo: Path) -> None:
     write_gate_model(repo)
     gates = Gates()

@@ -62,6 +62,11 @@ async def test_priority_and_timeout_parameters(repo, protocol):
                 )
             rec.release.set()
             await asyncio.gather(first, *low, *high)
-            assert rec.served() == [["r0"], ["high1", "high2"], ["low1", "low2"]]
+            # Within one priority the two clients race, so compare each batch as a set.
+            assert [sorted(b) for b in rec.served()] == [
+                ["r0"],
+                ["high1", "high2"],
+                ["low1", "low2"],
+            ]
         finally:
             await client.close()

@@ -255,6 +255,7 @@ class ModelLoader:
         except BaseException:
             await self.unload_version(mv, reason="failed to load")
             raise
+        mv.stats.record_load()
         mv.state = ModelState.READY
 
     async def unload_version(self, mv: ModelVersion, *, reason: str = "unloaded") -> None:

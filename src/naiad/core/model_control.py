@@ -29,6 +29,7 @@ from naiad.repository.local import ModelSource
 from naiad.repository.overrides import remove_tree, write_model_files
 from naiad.repository.poll import PollPlan, plan_poll
 from naiad.repository.sources import Catalog, Repositories, Repository
+from naiad.scheduling.ensemble_deps import not_available
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -145,7 +146,9 @@ class ModelControl:
                 self._origins[name] = repo
             config, unreadable = await self._read_config(source, override)
             if config is not None and config.platform == cfg.ENSEMBLE_PLATFORM:
-                await self._load_dependencies(name, config, (*chain, name))
+                failed = await self._load_dependencies(name, config, (*chain, name))
+                if failed:
+                    raise self._fail(name, source, not_available(name, failed))
             entry = await self.loader.load(source, override, keep=keep)
             if fingerprint is not None and override is None:
                 self._known[name] = fingerprint
@@ -198,14 +201,35 @@ class ModelControl:
             return None, True
         return config, False
 
-    async def _load_dependencies(self, name: str, config: ModelConfig, chain: tuple[str, ...]):
-        """Load the composing models of an ensemble that are not loaded yet."""
+    async def _load_dependencies(
+        self, name: str, config: ModelConfig, chain: tuple[str, ...]
+    ) -> list[str]:
+        """Load the composing models of an ensemble that are not loaded yet.
+
+        Returns the ones that failed (each logged with its own reason).
+        """
         needed = list(dict.fromkeys(s.model_name for s in config.ensemble_scheduling.step))
         self.record_dependencies(name, needed)
+        failed = []
         for dep in needed:
             entry = self.registry.models.get(dep)
             if entry is None or not entry.ready_versions():
-                await self.load(dep, dependency=True, chain=chain)
+                try:
+                    await self.load(dep, dependency=True, chain=chain)
+                except NaiadError as exc:
+                    log.error("composing model '%s' of '%s': %s", dep, name, exc.message)
+                    failed.append(dep)
+        return failed
+
+    def _fail(self, name: str, source: ModelSource, reason: str) -> NaiadError:
+        """Mark ``name`` UNAVAILABLE with ``reason`` (versions serving go on) and say so."""
+        log.error("failed to load '%s': %s", name, reason)
+        entry = self.registry.models.get(name)
+        if entry is None:
+            entry = self.registry.models[name] = ModelEntry(name, source)
+        entry.state = ModelState.UNAVAILABLE
+        entry.reason = reason
+        return InvalidArgument(f"load failed for model '{name}': {reason}")
 
     def record_dependencies(self, name: str, dependencies: list[str] | set[str]) -> None:
         """Hook: ``name`` needs ``dependencies`` (``unload_dependents`` may drop them)."""

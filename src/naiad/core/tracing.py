@@ -169,7 +169,7 @@ class Tracer:
             return None
         setting = self._models.get(request.model_name, self._global)
         assert setting is not None
-        context = getattr(request, "trace_context", None)
+        context = request.trace_context
         forced = (
             context is not None and "traceparent" in context and setting.mode == "opentelemetry"
         )

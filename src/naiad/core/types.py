@@ -127,6 +127,7 @@ class InferenceRequest:
         "enable_empty_final_response",
         "response_sink",
         "context",
+        "trace_context",
     )
 
     def __init__(
@@ -165,6 +166,8 @@ class InferenceRequest:
         self.response_sink: ResponseSink | None = None
         # Frontend-private state carried through (e.g. HTTP output encodings).
         self.context: Any = None
+        #: W3C trace headers of the request (``traceparent``, ``tracestate``), if any.
+        self.trace_context: dict[str, str] | None = None
 
     @property
     def flags(self) -> int:

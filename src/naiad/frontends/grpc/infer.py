@@ -18,7 +18,7 @@ from naiad.core.errors import NaiadError
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
 from naiad.frontends.grpc.errors import status_of
-from naiad.frontends.grpc.restricted import forward_headers
+from naiad.frontends.grpc.restricted import forward_headers, trace_context
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
@@ -40,8 +40,10 @@ class ModelInfer:
     ) -> pb.ModelInferResponse:
         try:
             request = decode_infer_request(msg)
+            metadata = context.invocation_metadata()
             if self.forward is not None:
-                forward_headers(request, context.invocation_metadata(), self.forward)
+                forward_headers(request, metadata, self.forward)
+            request.trace_context = trace_context(metadata)
             response = await self.dp.infer(request, endpoint=ENDPOINT)
             return encode_infer_response(response, request)
         except NaiadError as exc:

@@ -89,3 +89,14 @@ def forward_headers(
                 f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
             )
         request.parameters[key] = value if isinstance(value, str) else value.decode()
+
+
+def trace_context(metadata: Sequence[tuple[str, str | bytes]] | None) -> dict[str, str] | None:
+    """W3C ``traceparent``/``tracestate`` metadata, for the tracer to continue a trace."""
+    context: dict[str, str] | None = None
+    for key, value in metadata or ():
+        if key == "traceparent" or key == "tracestate":
+            if context is None:
+                context = {}
+            context[key] = value if isinstance(value, str) else value.decode()
+    return context if context is not None and "traceparent" in context else None

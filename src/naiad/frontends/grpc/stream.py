@@ -24,7 +24,7 @@ from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
 from naiad.frontends.grpc.errors import status_of
-from naiad.frontends.grpc.restricted import forward_headers
+from naiad.frontends.grpc.restricted import forward_headers, trace_context
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
@@ -69,6 +69,7 @@ class _Stream:
         self.forward = forward
         metadata = context.invocation_metadata() or ()
         self.metadata = metadata if forward is not None else ()
+        self.trace_context = trace_context(metadata)
         self.grpc_error = any(k == "triton_grpc_error" and v == "true" for k, v in metadata)
         self.out: asyncio.Queue[Message | None] = asyncio.Queue()
         self.order: deque[_Slot] = deque()
@@ -121,6 +122,7 @@ class _Stream:
             request = decode_infer_request(msg)
             if self.forward is not None:
                 forward_headers(request, self.metadata, self.forward)
+            request.trace_context = self.trace_context
             decoupled = self.dp.is_decoupled(request.model_name, msg.model_version)
         except NaiadError as exc:
             slot = _Slot()

@@ -61,6 +61,9 @@ class InferEndpoint:
             request = decode_infer(name, version, body, header_length)
         if self.forward is not None:
             self._forward_headers(request, headers)
+        traceparent = headers.get("traceparent")
+        if traceparent is not None:
+            request.trace_context = _trace_context(traceparent, headers.get("tracestate"))
         req.core = request
         response = await self.dp.infer(request, endpoint="HTTP end point")
         header, blobs, any_binary = encode_infer(request, response, force_binary)
@@ -134,3 +137,11 @@ class InferEndpoint:
         request.inputs.append(InferInput(spec["name"], dt, shape, memoryview(body)))
         request.context = True
         return request
+
+
+def _trace_context(traceparent: str, tracestate: str | None) -> dict[str, str]:
+    """W3C trace context headers, for the tracer to continue the client's trace."""
+    context = {"traceparent": traceparent}
+    if tracestate is not None:
+        context["tracestate"] = tracestate
+    return context
