@@ -38,6 +38,9 @@ class Host(Protocol):
 
     def log(self, level: int, message: str) -> None: ...
 
+    def metric(self, op: str, body: dict[str, Any], wait: bool) -> Any:
+        """A custom-metrics operation; ``wait`` returns the server's answer."""
+
 
 _local = threading.local()
 _default: list[Host] = []

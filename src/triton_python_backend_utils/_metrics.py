@@ -1,16 +1,26 @@
 """Custom metrics (``MetricFamily`` / ``Metric``).
 
-Values are recorded in the model's process; exporting them on the server's
-metrics endpoint is a later step, so for now they are only readable back
-through ``Metric.value()``.
+Inside a served model every call goes to the server's metrics registry
+through the model's host (the stub channel, or the server's objects
+directly in thread mode), so the families appear on the server's metrics
+endpoint exactly as named.  Creating a family or a metric and reading
+``value()`` wait for the server's answer; ``increment`` / ``set`` /
+``observe`` are sent without waiting (in order).  Arguments are checked
+here first, so mistakes raise in the model code.
+
+Outside a server (no host) values are only recorded locally.
 """
 
 from __future__ import annotations
 
+import itertools
 import threading
 from typing import Any
 
+from triton_python_backend_utils import _host
 from triton_python_backend_utils._errors import TritonModelException
+
+_ids = itertools.count(1)
 
 
 class Metric:
@@ -24,6 +34,23 @@ class Metric:
         self._count = 0
         self._buckets = sorted(buckets) if buckets is not None else None
         self._bucket_counts = [0] * (len(self._buckets) + 1) if self._buckets is not None else []
+        self._id = next(_ids)
+        self._host = family._host
+        if self._host is not None:
+            self._host.metric(
+                "metric",
+                {
+                    "f": family._id,
+                    "m": self._id,
+                    "l": {str(k): str(v) for k, v in self.labels.items()},
+                    "b": None if self._buckets is None else [float(b) for b in self._buckets],
+                },
+                True,
+            )
+
+    def _forward(self, op: str, value: float) -> None:
+        if self._host is not None:
+            self._host.metric(op, {"m": self._id, "v": float(value)}, False)
 
     def increment(self, value: float) -> None:
         if self._family.kind == MetricFamily.COUNTER and value < 0:
@@ -32,12 +59,14 @@ class Metric:
             raise TritonModelException("Histogram metric does not support increment.")
         with self._lock:
             self._value += value
+        self._forward("increment", value)
 
     def set(self, value: float) -> None:
         if self._family.kind != MetricFamily.GAUGE:
             raise TritonModelException("Only gauge metrics can be set.")
         with self._lock:
             self._value = value
+        self._forward("set", value)
 
     def observe(self, value: float) -> None:
         if self._family.kind != MetricFamily.HISTOGRAM or self._buckets is None:
@@ -51,12 +80,21 @@ class Metric:
                     break
             else:
                 self._bucket_counts[-1] += 1
+        self._forward("observe", value)
 
     def value(self) -> float:
+        """The value on the server (the local one outside a server)."""
+        if self._host is not None:
+            return float(self._host.metric("value", {"m": self._id}, True))
         return self._value
 
+    def remove(self) -> None:
+        """Drop this series from the server's metrics endpoint."""
+        if self._host is not None:
+            self._host.metric("remove", {"m": self._id}, False)
+
     def snapshot(self) -> dict[str, Any]:
-        """Everything recorded, for an exporter."""
+        """Everything recorded locally."""
         return {
             "labels": self.labels,
             "value": self._value,
@@ -81,11 +119,17 @@ class MetricFamily:
         self.description = description
         self.kind = kind
         self.metrics: list[Metric] = []
+        self._id = next(_ids)
+        self._host = _host.maybe_current()
+        if self._host is not None:
+            self._host.metric(
+                "family", {"f": self._id, "n": name, "d": description, "k": int(kind)}, True
+            )
         MetricFamily.families[name] = self
 
-    def Metric(
+    def Metric(  # noqa: N802
         self, labels: dict[str, str] | None = None, buckets: list[float] | None = None
-    ) -> Metric:  # noqa: N802
+    ) -> Metric:
         if self.kind == self.HISTOGRAM and buckets is None:
             raise TritonModelException("Histogram metric requires buckets.")
         metric = Metric(self, labels, buckets)

@@ -85,6 +85,20 @@ class StubHost:
         with self.link.lock:
             self.link.send(_wire.LOG, {"l": level, "m": message})
 
+    def metric(self, op: str, body: dict[str, Any], wait: bool) -> Any:
+        body["op"] = op
+        if not wait:
+            with self.link.lock:
+                self.link.send(_wire.METRIC, body)
+            return None
+        call = _Call()
+        self._start(_wire.METRIC, body, call)
+        self.channel.pump_until(lambda: call.done)
+        ok, value = call.value
+        if not ok:
+            raise TritonModelException(value)
+        return value
+
     # -- calls to the server ------------------------------------------------------
 
     def _start(

@@ -36,6 +36,7 @@ READY, RESPONSE, EXEC_DONE, BLS, BLS_CANCEL, CONTROL, LOG, IS_READY_REPLY, FINAL
     28,
     29,
 )
+METRIC = 30  # custom metrics; answered with CONTROL_REPLY when it has an "i"
 # both ways
 SEGMENT, INDIRECT = 40, 41
 

@@ -79,6 +79,7 @@ class DataPlane:
         self._per_request_metrics = options.allow_metrics and self.metrics.config.per_request
         self.started = False
         self.stopping = False
+        self.event_loop: asyncio.AbstractEventLoop | None = None
         # Start-up loading, explicit load/unload, polling and the repository index.
         self.control = ModelControl(self.registry, self.loader, options)
         self.cache = cache_from_config(options.cache_config)
@@ -88,6 +89,8 @@ class DataPlane:
 
     async def start(self) -> None:
         """Load the start-up models as the model control mode says."""
+        # Cached: asyncio.get_running_loop() costs a getpid() system call.
+        self.event_loop = asyncio.get_running_loop()
         if self.options.allow_metrics:
             await self.system_metrics.start()
         await self.control.start()
@@ -216,7 +219,8 @@ class DataPlane:
             raise Unsupported(
                 f"{endpoint} doesn't support models with decoupled transaction policy"
             )
-        future: asyncio.Future[InferenceResponse] = asyncio.get_running_loop().create_future()
+        loop = self.event_loop or asyncio.get_running_loop()
+        future: asyncio.Future[InferenceResponse] = loop.create_future()
         request.response_sink = self._completion(request, mv, _resolver(future))
         self._enqueue(mv, request)
         try:

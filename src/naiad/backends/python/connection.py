@@ -110,6 +110,7 @@ class StubConnection:
             _wire.BLS_CANCEL: self._on_bls_cancel,
             _wire.CONTROL: self._on_control,
             _wire.LOG: on_log,
+            _wire.METRIC: self._on_metric,
             _wire.IS_READY_REPLY: self._on_is_ready_reply,
             _wire.FINALIZED: self._on_finalized,
         }
@@ -261,6 +262,10 @@ class StubConnection:
         else:
             self._reply(body["i"], value, None)
 
+    def _on_metric(self, body: dict[str, Any]) -> None:
+        if self.alive:
+            on_metric(self.services, self.link, body)
+
     def _reply(self, call_id: int, value: Any, error: str | None) -> None:
         if self.alive:
             self.link.send(_wire.CONTROL_REPLY, {"i": call_id, "v": value, "e": error})
@@ -356,3 +361,16 @@ class StubConnection:
 def on_log(body: dict[str, Any]) -> None:
     level = body.get("l", 0)
     log.log(_LOG_LEVELS[level] if 0 <= level < len(_LOG_LEVELS) else logging.INFO, "%s", body["m"])
+
+
+def on_metric(services: Services, link: Link, body: dict[str, Any]) -> None:
+    """Apply a custom-metrics operation; answer it when the model waits for one."""
+    value, error = None, None
+    try:
+        value = services.metric(body["op"], body)
+    except (ValueError, TypeError, KeyError) as exc:
+        error = str(exc) or type(exc).__name__
+    if "i" in body:
+        link.send(_wire.CONTROL_REPLY, {"i": body["i"], "v": value, "e": error})
+    elif error is not None:
+        log.warning("custom metric operation '%s' failed: %s", body.get("op"), error)

@@ -17,7 +17,7 @@ from typing import Any
 
 from naiad.backends.base import ModelInstance
 from naiad.backends.python import convert, launcher
-from naiad.backends.python.connection import ServerLink, StubConnection, on_log
+from naiad.backends.python.connection import ServerLink, StubConnection, on_log, on_metric
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import InferenceRequest
@@ -90,6 +90,8 @@ def _handshake(conn: StubConnection) -> None:
             return
         if mtype == _wire.LOG:
             on_log(body)
+        elif mtype == _wire.METRIC:
+            on_metric(conn.services, link, body)
         elif mtype in (_wire.BLS, _wire.CONTROL):
             reply = _wire.BLS_RESPONSE if mtype == _wire.BLS else _wire.CONTROL_REPLY
             link.send(
@@ -125,7 +127,11 @@ class ProcessInstance(ModelInstance):
         self.name = settings.name
         self.restarts = 0
         self.restarted = threading.Event()  # set after each successful restart (tests, ops)
-        self._conn: StubConnection | None = start_stub(settings)
+        try:
+            self._conn: StubConnection | None = start_stub(settings)
+        except BaseException:
+            settings.services.release_metrics()
+            raise
         self._restart: asyncio.Future[Any] | None = None
         self._ready_query: asyncio.Future[Any] | None = None
         self._model_ready = True
@@ -251,6 +257,8 @@ class ProcessInstance(ModelInstance):
                     mtype, _, body = conn.link.decode(data, fds)
                     if mtype == _wire.LOG:
                         on_log(body)
+                    elif mtype == _wire.METRIC:
+                        on_metric(conn.services, conn.link, body)
                     elif mtype == _wire.FINALIZED:
                         if body.get("e"):
                             log.error(
@@ -262,3 +270,4 @@ class ProcessInstance(ModelInstance):
             except OSError as exc:
                 log.warning("finalize of '%s' did not finish: %r", self.name, exc)
         _reap(conn)
+        self.settings.services.release_metrics()

@@ -1,4 +1,4 @@
-"""What Python models ask of the server: BLS calls and model control, through the core.
+"""What Python models ask of the server: BLS, model control and custom metrics.
 
 BLS requests go through ``DataPlane.infer_stream`` exactly like a
 frontend's, so the callee's scheduler, batcher and statistics apply.  As in
@@ -8,6 +8,8 @@ Triton, failures come back as error responses, never as exceptions.
 from __future__ import annotations
 
 import asyncio
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any
 
@@ -15,6 +17,10 @@ from naiad.core.errors import NaiadError, NotFound, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse
 
 OnResponse = Callable[[InferenceResponse], None]
+
+#: How many model instances use each custom family, per metrics registry.
+_family_users: weakref.WeakKeyDictionary[Any, dict[str, int]] = weakref.WeakKeyDictionary()
+_users_lock = threading.Lock()
 
 
 def _decoupled_error(model: str) -> Unsupported:
@@ -26,10 +32,15 @@ def _decoupled_error(model: str) -> Unsupported:
 
 
 class Services:
-    """BLS and model control for the Python models of one server."""
+    """BLS, model control and custom metrics for one Python model instance."""
 
     def __init__(self, dataplane: Any) -> None:
         self.dataplane = dataplane
+        # Custom metrics, by the ids the model side gives them (a restarted
+        # stub starts again from 1 and overwrites).
+        self._families: dict[int, Any] = {}
+        self._metrics: dict[int, Any] = {}
+        self._owned: dict[str, Any] = {}  # families this instance holds a use of
 
     async def bls(
         self, request: InferenceRequest, decoupled: bool, on_response: OnResponse
@@ -72,3 +83,55 @@ class Services:
             except NotFound:
                 return False
         raise Unsupported(f"unknown model control operation '{op}'")
+
+    # -- custom metrics ------------------------------------------------------------
+
+    def metric(self, op: str, body: dict[str, Any]) -> Any:
+        """Apply one ``pb_utils`` metrics operation; ValueError for the model to see."""
+        registry = self.dataplane.metrics
+        if op == "family":
+            family = registry.family(body["n"], body["d"], body["k"])
+            self._families[body["f"]] = family
+            with _users_lock:
+                if family.name not in self._owned:
+                    self._owned[family.name] = family
+                    users = _family_users.setdefault(registry, {})
+                    users[family.name] = users.get(family.name, 0) + 1
+            return None
+        if op == "metric":
+            family = self._families.get(body["f"])
+            if family is None:
+                raise ValueError("unknown metric family")
+            self._metrics[body["m"]] = family.metric(body.get("l"), body.get("b"))
+            return None
+        metric = self._metrics.get(body["m"])
+        if metric is None:
+            raise ValueError("unknown or removed metric")
+        if op == "increment":
+            metric.increment(body["v"])
+        elif op == "set":
+            metric.set(body["v"])
+        elif op == "observe":
+            metric.observe(body["v"])
+        elif op == "value":
+            return metric.value()
+        elif op == "remove":
+            del self._metrics[body["m"]]
+            metric.remove()
+        else:
+            raise ValueError(f"unknown metric operation '{op}'")
+        return None
+
+    def release_metrics(self) -> None:
+        """The instance is gone: drop the families no other instance uses."""
+        registry = self.dataplane.metrics
+        with _users_lock:
+            owned, self._owned = self._owned, {}
+            users = _family_users.get(registry, {})
+            for name, family in owned.items():
+                users[name] = users.get(name, 1) - 1
+                if users[name] <= 0:
+                    del users[name]
+                    registry.remove_family(family)
+        self._families.clear()
+        self._metrics.clear()

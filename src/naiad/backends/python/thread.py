@@ -170,6 +170,12 @@ class ThreadHost:
     def log(self, level: int, message: str) -> None:
         on_log({"l": level, "m": message})
 
+    def metric(self, op: str, body: dict[str, Any], wait: bool) -> Any:
+        try:
+            return self.services.metric(op, body)
+        except ValueError as exc:
+            raise TritonModelException(str(exc)) from None
+
 
 class ThreadInstance(ModelInstance):
     is_async = True
@@ -192,6 +198,7 @@ class ThreadInstance(ModelInstance):
         except BaseException as exc:
             from triton_python_backend_utils._runner import python_error_text
 
+            host.services.release_metrics()
             raise Internal(python_error_text(exc)) from None
         finally:
             _host.bind(None)
@@ -307,6 +314,7 @@ class ThreadInstance(ModelInstance):
         if error:
             log.error("finalize of Python model instance '%s' failed: %s", self.name, error)
         self._executor.shutdown(wait=True)
+        self.host.services.release_metrics()
         loop = self._aloop
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)

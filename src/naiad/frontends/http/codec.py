@@ -26,7 +26,8 @@ _INT_KINDS = "iu"
 def parse_json(data: bytes, what: str = "request") -> Any:
     """``json.loads`` with Triton's 400 for malformed bodies."""
     try:
-        return json.loads(data)
+        # Decoding first skips json's encoding detection; UnicodeDecodeError is a ValueError.
+        return json.loads(str(data, "utf-8"))
     except (ValueError, RecursionError) as exc:
         raise InvalidArgument(f"failed to parse the {what} JSON buffer: {exc}") from None
 
