@@ -184,6 +184,10 @@ def build_parser() -> argparse.ArgumentParser:
                        help="require a header for these API categories (repeatable)")
     serve.add_argument("--http-header-forward-pattern", default="",
                        help="forward matching HTTP headers as request parameters")
+    serve.add_argument("--http-ssl-cert", default="", help="serve HTTPS with this certificate")
+    serve.add_argument("--http-ssl-key", default="", help="private key of --http-ssl-cert")
+    serve.add_argument("--http-ssl-root-cert", default="",
+                       help="require HTTPS client certificates signed by this CA")
     _flag(serve, "--allow-client-shm", True, "let clients register system and CUDA shared "
           "memory (Triton's newest default is false; naiad's is true, for older clients "
           "and perf_analyzer --shared-memory)")
@@ -247,6 +251,9 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         http_max_input_size=args.http_max_input_size,
         http_restricted_api=tuple(args.http_restricted_api),
         http_header_forward_pattern=args.http_header_forward_pattern,
+        http_ssl_cert=args.http_ssl_cert,
+        http_ssl_key=args.http_ssl_key,
+        http_ssl_root_cert=args.http_ssl_root_cert,
         grpc_address=args.grpc_address,
         grpc_port=args.grpc_port if args.allow_grpc else -1,
         grpc_use_ssl=args.grpc_use_ssl,

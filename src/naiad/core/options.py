@@ -31,6 +31,11 @@ class ServerOptions:
     http_restricted_api: tuple[str, ...] = ()
     #: --http-header-forward-pattern: matching headers become request parameters
     http_header_forward_pattern: str = ""
+    #: HTTPS (naiad; Triton's HTTP endpoint has no TLS): certificate and key files,
+    #: and a CA file to require client certificates signed by it.
+    http_ssl_cert: str = ""
+    http_ssl_key: str = ""
+    http_ssl_root_cert: str = ""
     grpc_address: str = "0.0.0.0"
     grpc_port: int = 8001
     # gRPC (see naiad.frontends.grpc.server; Triton's --grpc-* flags and defaults).

@@ -81,3 +81,29 @@ async def test_aio_client_compression(http_url: str, algorithm: str) -> None:
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), X)
     finally:
         await client.close()
+
+
+# geventhttpclient (inside tritonclient.http) builds its SSL context the deprecated way.
+@pytest.mark.filterwarnings("ignore:ssl.PROTOCOL_TLS is deprecated:DeprecationWarning")
+@pytest.mark.filterwarnings("ignore:ssl.SSLContext\\(\\) without protocol:DeprecationWarning")
+def test_https(case_repo: Path, serve, certs: Path) -> None:  # type: ignore[no-untyped-def]
+    server = serve(case_repo, http=True, http_ssl_cert=str(certs / "server.crt"),
+                   http_ssl_key=str(certs / "server.key"))  # fmt: skip
+    client = httpclient.InferenceServerClient(
+        f"localhost:{server.http_port}", ssl=True,
+        ssl_options={"ca_certs": str(certs / "ca.crt")},
+    )  # fmt: skip
+    try:
+        tensor = httpclient.InferInput("INPUT0", [1, 16], "FP32")
+        tensor.set_data_from_numpy(X)
+        out = client.infer("identity_fp32", [tensor]).as_numpy("OUTPUT0")
+        np.testing.assert_array_equal(out, X)
+    finally:
+        client.close()
+    plain = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
+    try:
+        with pytest.raises((ConnectionError, http.client.HTTPException, OSError)):
+            plain.request("GET", "/v2/health/live")
+            plain.getresponse().read()
+    finally:
+        plain.close()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 from typing import TYPE_CHECKING
 
 from naiad.frontends.http.app import HttpApp
@@ -20,6 +21,7 @@ class HttpFrontend:
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
         self.app = HttpApp(dataplane, options)
         self.max_input_size = options.http_max_input_size
+        self.ssl = tls_context(options)
         self.loop = asyncio.get_running_loop()
         self.connections: set[HttpConnection] = set()
         self.server: asyncio.AbstractServer | None = None
@@ -28,7 +30,12 @@ class HttpFrontend:
 
     async def listen(self, host: str, port: int) -> None:
         self.server = await self.loop.create_server(
-            lambda: HttpConnection(self), host or None, port, reuse_address=True, backlog=2048
+            lambda: HttpConnection(self),
+            host or None,
+            port,
+            reuse_address=True,
+            backlog=2048,
+            ssl=self.ssl,
         )
         self.port = self.server.sockets[0].getsockname()[1]
 
@@ -51,6 +58,18 @@ class HttpFrontend:
         if self.server is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+
+def tls_context(options: ServerOptions) -> ssl.SSLContext | None:
+    """The HTTPS context, or None for plain HTTP."""
+    if not options.http_ssl_cert:
+        return None
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(options.http_ssl_cert, options.http_ssl_key or None)
+    if options.http_ssl_root_cert:
+        context.load_verify_locations(options.http_ssl_root_cert)
+        context.verify_mode = ssl.CERT_REQUIRED
+    return context
 
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> HttpFrontend:

@@ -4,7 +4,7 @@ Not a test (pytest does not collect it).  Needs the reference tools
 (``../shared/tools/setup-reference.sh``).  Runs are interleaved per round
 and the medians are printed; quote ratios, not absolute numbers::
 
-    python tests/backends/python/bench_python_backend.py --rounds 3 --concurrency 1 8 32
+    python benchmarks/python_backend_bench.py --rounds 3 --concurrency 1 8 32
 """
 
 from __future__ import annotations
