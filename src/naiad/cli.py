@@ -35,8 +35,9 @@ def _bool(text: str) -> bool:
 
 
 def _flag(parser: argparse.ArgumentParser, name: str, default: bool, help: str) -> None:
-    parser.add_argument(name, type=_bool, nargs="?", const=True, default=default,
-                        metavar="BOOL", help=help)
+    parser.add_argument(
+        name, type=_bool, nargs="?", const=True, default=default, metavar="BOOL", help=help
+    )
 
 
 def _backend_config(values: list[str]) -> dict[str, dict[str, str]]:
@@ -46,7 +47,9 @@ def _backend_config(values: list[str]) -> dict[str, dict[str, str]]:
         backend, sep, setting = item.partition(",")
         key, eq, value = setting.partition("=")
         if not sep or not eq:
-            raise SystemExit(f"naiad: --backend-config expects <backend>,<key>=<value>, got '{item}'")
+            raise SystemExit(
+                f"naiad: --backend-config expects <backend>,<key>=<value>, got '{item}'"
+            )
         out.setdefault(backend, {})[key] = value
     return out
 
@@ -98,8 +101,12 @@ def _trace_config(args: argparse.Namespace) -> dict[str, dict[str, str]]:
     deprecated ``--trace-*`` flags; repeated ``level`` values accumulate."""
     out: dict[str, dict[str, str]] = {}
     entries = list(args.trace_config)
-    for flag, key in (("trace_file", "triton,file"), ("trace_rate", "rate"),
-                      ("trace_count", "count"), ("trace_log_frequency", "triton,log-frequency")):
+    for flag, key in (
+        ("trace_file", "triton,file"),
+        ("trace_rate", "rate"),
+        ("trace_count", "count"),
+        ("trace_log_frequency", "triton,log-frequency"),
+    ):
         if getattr(args, flag) is not None:
             entries.insert(0, f"{key}={getattr(args, flag)}")
     entries[:0] = [f"level={level}" for level in args.trace_level]
@@ -125,19 +132,28 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
     serve.add_argument("--grpc-server-cert", default="", metavar="PEM")
     serve.add_argument("--grpc-server-key", default="", metavar="PEM")
     serve.add_argument("--grpc-root-cert", default="", metavar="PEM")
-    serve.add_argument("--grpc-infer-response-compression-level", default="none",
-                       choices=("none", "low", "medium", "high"))
+    serve.add_argument(
+        "--grpc-infer-response-compression-level",
+        default="none",
+        choices=("none", "low", "medium", "high"),
+    )
     serve.add_argument("--grpc-keepalive-time", type=int, default=7_200_000, metavar="MS")
     serve.add_argument("--grpc-keepalive-timeout", type=int, default=20_000, metavar="MS")
-    _flag(serve, "--grpc-keepalive-permit-without-calls", False, "allow keepalive pings "
-          "without calls")
+    _flag(
+        serve, "--grpc-keepalive-permit-without-calls", False, "allow keepalive pings without calls"
+    )
     serve.add_argument("--grpc-http2-max-pings-without-data", type=int, default=2)
-    serve.add_argument("--grpc-http2-min-recv-ping-interval-without-data", type=int,
-                       default=300_000, metavar="MS")
+    serve.add_argument(
+        "--grpc-http2-min-recv-ping-interval-without-data", type=int, default=300_000, metavar="MS"
+    )
     serve.add_argument("--grpc-http2-max-ping-strikes", type=int, default=2)
     _flag(serve, "--reuse-grpc-port", False, "let several servers bind the gRPC port")
-    serve.add_argument("--grpc-restricted-protocol", action="append", default=[],
-                       metavar="CATEGORY[,CATEGORY...]:KEY=VALUE")
+    serve.add_argument(
+        "--grpc-restricted-protocol",
+        action="append",
+        default=[],
+        metavar="CATEGORY[,CATEGORY...]:KEY=VALUE",
+    )
     serve.add_argument("--grpc-header-forward-pattern", default="", metavar="REGEX")
 
 
@@ -147,10 +163,16 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve one or more model repositories")
-    serve.add_argument("--model-repository", "--model-store", action="append", default=[],
-                       metavar="PATH", help="model repository folder or URL: s3://, gs://, "
-                       "as://, any fsspec URL (repeatable); default: "
-                       f"./{DEFAULT_REPOSITORY}")
+    serve.add_argument(
+        "--model-repository",
+        "--model-store",
+        action="append",
+        default=[],
+        metavar="PATH",
+        help="model repository folder or URL: s3://, gs://, "
+        "as://, any fsspec URL (repeatable); default: "
+        f"./{DEFAULT_REPOSITORY}",
+    )
     serve.add_argument("--http-address", default="0.0.0.0")
     serve.add_argument("--http-port", type=int, default=8000)
     serve.add_argument("--grpc-address", default="0.0.0.0")
@@ -163,43 +185,87 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--allow-metrics", True, "serve Prometheus metrics")
     _flag(serve, "--allow-cpu-metrics", True, "report CPU utilisation and memory")
     _flag(serve, "--allow-gpu-metrics", True, "report GPU metrics (needs naiad[gpu])")
-    serve.add_argument("--metrics-interval-ms", type=int, default=2000,
-                       help="polling interval of the CPU/GPU metrics")
-    serve.add_argument("--metrics-config", action="append", default=[], metavar="KEY=VALUE",
-                       help="counter_latencies, histogram_latencies, summary_latencies "
-                       "(true/false), summary_quantiles (q:err,...)")
-    serve.add_argument("--trace-config", action="append", default=[],
-                       metavar="[MODE,]KEY=VALUE", help="rate, level, count, mode; "
-                       "triton,file / triton,log-frequency; opentelemetry,url / ,resource")
+    serve.add_argument(
+        "--metrics-interval-ms",
+        type=int,
+        default=2000,
+        help="polling interval of the CPU/GPU metrics",
+    )
+    serve.add_argument(
+        "--metrics-config",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="counter_latencies, histogram_latencies, summary_latencies "
+        "(true/false), summary_quantiles (q:err,...)",
+    )
+    serve.add_argument(
+        "--trace-config",
+        action="append",
+        default=[],
+        metavar="[MODE,]KEY=VALUE",
+        help="rate, level, count, mode; "
+        "triton,file / triton,log-frequency; opentelemetry,url / ,resource",
+    )
     serve.add_argument("--trace-file", default=None, help="deprecated: --trace-config triton,file")
-    serve.add_argument("--trace-level", action="append", default=[],
-                       help="deprecated: --trace-config level")
+    serve.add_argument(
+        "--trace-level", action="append", default=[], help="deprecated: --trace-config level"
+    )
     serve.add_argument("--trace-rate", default=None, help="deprecated: --trace-config rate")
     serve.add_argument("--trace-count", default=None, help="deprecated: --trace-config count")
-    serve.add_argument("--trace-log-frequency", default=None,
-                       help="deprecated: --trace-config triton,log-frequency")
+    serve.add_argument(
+        "--trace-log-frequency",
+        default=None,
+        help="deprecated: --trace-config triton,log-frequency",
+    )
     serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
-    serve.add_argument("--http-restricted-api", action="append", default=[],
-                       metavar="CATEGORIES:HEADER=VALUE",
-                       help="require a header for these API categories (repeatable)")
-    serve.add_argument("--http-header-forward-pattern", default="",
-                       help="forward matching HTTP headers as request parameters")
+    serve.add_argument(
+        "--http-restricted-api",
+        action="append",
+        default=[],
+        metavar="CATEGORIES:HEADER=VALUE",
+        help="require a header for these API categories (repeatable)",
+    )
+    serve.add_argument(
+        "--http-header-forward-pattern",
+        default="",
+        help="forward matching HTTP headers as request parameters",
+    )
     serve.add_argument("--http-ssl-cert", default="", help="serve HTTPS with this certificate")
     serve.add_argument("--http-ssl-key", default="", help="private key of --http-ssl-cert")
-    serve.add_argument("--http-ssl-root-cert", default="",
-                       help="require HTTPS client certificates signed by this CA")
-    _flag(serve, "--allow-client-shm", True, "let clients register system and CUDA shared "
-          "memory (Triton's newest default is false; naiad's is true, for older clients "
-          "and perf_analyzer --shared-memory)")
-    serve.add_argument("--model-control-mode", choices=("none", "poll", "explicit"),
-                       default="none")
-    serve.add_argument("--load-model", action="append", default=[], metavar="NAME",
-                       help="model to load at start-up in explicit mode ('*' for all)")
+    serve.add_argument(
+        "--http-ssl-root-cert",
+        default="",
+        help="require HTTPS client certificates signed by this CA",
+    )
+    _flag(
+        serve,
+        "--allow-client-shm",
+        True,
+        "let clients register system and CUDA shared "
+        "memory (Triton's newest default is false; naiad's is true, for older clients "
+        "and perf_analyzer --shared-memory)",
+    )
+    serve.add_argument("--model-control-mode", choices=("none", "poll", "explicit"), default="none")
+    serve.add_argument(
+        "--load-model",
+        action="append",
+        default=[],
+        metavar="NAME",
+        help="model to load at start-up in explicit mode ('*' for all)",
+    )
     serve.add_argument("--repository-poll-secs", type=float, default=15.0)
     serve.add_argument("--model-config-name", default=None)
     _flag(serve, "--disable-auto-complete-config", False, "do not fill configs from model files")
-    serve.add_argument("--strict-model-config", type=_bool, nargs="?", const=True, default=None,
-                       metavar="BOOL", help="deprecated: same as --disable-auto-complete-config")
+    serve.add_argument(
+        "--strict-model-config",
+        type=_bool,
+        nargs="?",
+        const=True,
+        default=None,
+        metavar="BOOL",
+        help="deprecated: same as --disable-auto-complete-config",
+    )
     _flag(serve, "--strict-readiness", True, "ready only when every model is ready")
     _flag(serve, "--exit-on-error", True, "exit when a start-up model fails to load")
     serve.add_argument("--exit-timeout-secs", type=float, default=30.0)
@@ -209,23 +275,44 @@ def build_parser() -> argparse.ArgumentParser:
     _flag(serve, "--log-error", True, "log errors")
     serve.add_argument("--log-format", choices=("default", "ISO8601"), default="default")
     serve.add_argument("--log-file", default="")
-    serve.add_argument("--backend-config", action="append", default=[],
-                       metavar="BACKEND,KEY=VALUE")
+    serve.add_argument("--backend-config", action="append", default=[], metavar="BACKEND,KEY=VALUE")
     serve.add_argument("--id", default="triton", help="server id reported by server metadata")
-    serve.add_argument("--rate-limit", choices=("off", "execution_count"), default="off",
-                       help="execute an instance only when its group's rate_limiter "
-                       "resources are free")
-    serve.add_argument("--rate-limit-resource", action="append", default=[], type=_resource,
-                       metavar="NAME:COUNT[:DEVICE]", help="size of a rate-limiter resource "
-                       "(default: the largest count any instance needs)")
-    serve.add_argument("--cache-config", action="append", default=[], metavar="CACHE,KEY=VALUE",
-                       help="response cache, e.g. local,size=1048576")
-    serve.add_argument("--response-cache-byte-size", type=int, default=None,
-                       help="deprecated: same as --cache-config local,size=N")
-    serve.add_argument("--max-queued-requests", type=int, default=0, metavar="N",
-                       help="answer UNAVAILABLE when the server holds N requests (queued or "
-                       "executing); 0 = unlimited.  Per model: config parameter "
-                       "naiad.max_queued_requests")
+    serve.add_argument(
+        "--rate-limit",
+        choices=("off", "execution_count"),
+        default="off",
+        help="execute an instance only when its group's rate_limiter resources are free",
+    )
+    serve.add_argument(
+        "--rate-limit-resource",
+        action="append",
+        default=[],
+        type=_resource,
+        metavar="NAME:COUNT[:DEVICE]",
+        help="size of a rate-limiter resource (default: the largest count any instance needs)",
+    )
+    serve.add_argument(
+        "--cache-config",
+        action="append",
+        default=[],
+        metavar="CACHE,KEY=VALUE",
+        help="response cache, e.g. local,size=1048576",
+    )
+    serve.add_argument(
+        "--response-cache-byte-size",
+        type=int,
+        default=None,
+        help="deprecated: same as --cache-config local,size=N",
+    )
+    serve.add_argument(
+        "--max-queued-requests",
+        type=int,
+        default=0,
+        metavar="N",
+        help="answer UNAVAILABLE when the server holds N requests (queued or "
+        "executing); 0 = unlimited.  Per model: config parameter "
+        "naiad.max_queued_requests",
+    )
 
     check = sub.add_parser("check", help="validate a model repository and print every problem")
     check.add_argument("repositories", nargs="+", metavar="REPO")
@@ -337,8 +424,10 @@ async def serve(options: ServerOptions) -> int:
     print(status_table(rows), flush=True)
     failed = server.dataplane.failed_models()
     if failed and options.exit_on_error:
-        log.error("exiting: %d model(s) failed to load (use --exit-on-error=false to serve the "
-                  "others)", len(failed))
+        log.error(
+            "exiting: %d model(s) failed to load (use --exit-on-error=false to serve the others)",
+            len(failed),
+        )
         await server.dataplane.stop(0)
         return 1
     # Frontends open after the models are loaded, as in Triton.

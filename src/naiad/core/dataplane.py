@@ -141,8 +141,11 @@ class DataPlane:
         return True
 
     def server_metadata(self) -> dict[str, Any]:
-        return {"name": self.options.server_id, "version": __version__,
-                "extensions": list(EXTENSIONS)}
+        return {
+            "name": self.options.server_id,
+            "version": __version__,
+            "extensions": list(EXTENSIONS),
+        }
 
     def model_ready(self, name: str, version: str = "") -> bool:
         """Whether that version is READY; raises for unknown models and versions."""
@@ -173,13 +176,19 @@ class DataPlane:
             cached = mv.extra["metadata"] = {
                 "platform": sig.platform,
                 "inputs": [
-                    {"name": s.name, "datatype": s.datatype.name,
-                     "shape": s.metadata_shape(sig.max_batch_size)}
+                    {
+                        "name": s.name,
+                        "datatype": s.datatype.name,
+                        "shape": s.metadata_shape(sig.max_batch_size),
+                    }
                     for s in sig.inputs.values()
                 ],
                 "outputs": [
-                    {"name": s.name, "datatype": s.datatype.name,
-                     "shape": s.metadata_shape(sig.max_batch_size)}
+                    {
+                        "name": s.name,
+                        "datatype": s.datatype.name,
+                        "shape": s.metadata_shape(sig.max_batch_size),
+                    }
                     for s in sig.outputs.values()
                 ],
             }
@@ -202,7 +211,7 @@ class DataPlane:
         mv = self.registry.get(request.model_name, request.model_version)
         assert mv.signature is not None
         request.arrival_ns = time.monotonic_ns()
-        validate_request(request, request.model_name, mv.signature, self._read_shm)
+        validate_request(request, request.model_name, mv.signature, self.shm.read)
         return mv
 
     async def infer(
@@ -329,24 +338,26 @@ class DataPlane:
                 if mv.scheduler is not None:
                     mv.scheduler.request_done()
             if signature is not None and signature.decoupled:
-                stats.record_response(index, 0, 0, ok=response.error is None,
-                                      empty=not response.outputs and response.error is None)
+                stats.record_response(
+                    index,
+                    0,
+                    0,
+                    ok=response.error is None,
+                    empty=not response.outputs and response.error is None,
+                )
             deliver(response)
 
         return complete
-
-    def _read_shm(self, ref: Any) -> Any:
-        return self.shm.read(ref)
-
-    def _write_shm(self, ref: Any, tensor: Any) -> None:
-        self.shm.write(ref, tensor)
 
     # -- statistics --------------------------------------------------------------
 
     def statistics(self, name: str = "", version: str = "") -> dict[str, Any]:
         if not name:
-            return {"model_stats": [mv.stats.to_dict(mv.name, mv.version)
-                                    for mv in self.registry.all_ready()]}
+            return {
+                "model_stats": [
+                    mv.stats.to_dict(mv.name, mv.version) for mv in self.registry.all_ready()
+                ]
+            }
         v = parse_version(version)
         entry = self.registry.entry(name)
         ready = entry.ready_versions() if entry is not None else []

@@ -158,14 +158,20 @@ class ModelLoader:
         available = source.versions()
         wanted = select_versions(config.version_policy, available)
         if not wanted:
-            self._fail_entry(entry, f"at least one version must be available under the version "
-                             f"policy of model '{source.name}'")
+            self._fail_entry(
+                entry,
+                f"at least one version must be available under the version "
+                f"policy of model '{source.name}'",
+            )
             return entry
         if config.version_policy.WhichOneof("policy_choice") == "specific":
             missing = sorted(set(config.version_policy.specific.versions) - set(available))
             if missing:
-                self._fail_entry(entry, f"version {missing[0]} of model '{source.name}' "
-                                 "specified by the version policy is not available")
+                self._fail_entry(
+                    entry,
+                    f"version {missing[0]} of model '{source.name}' "
+                    "specified by the version policy is not available",
+                )
                 return entry
         entry.state = None
         old = {v: mv for v, mv in entry.versions.items() if v not in wanted}

@@ -187,7 +187,9 @@ class ModelStats:
         """The version finished loading (``nv_model_load_duration_secs``)."""
         self.load_ns = time.monotonic_ns() - self.created_ns
 
-    def record_response(self, index: int, infer_ns: int, output_ns: int, *, ok: bool, empty: bool) -> None:
+    def record_response(
+        self, index: int, infer_ns: int, output_ns: int, *, ok: bool, empty: bool
+    ) -> None:
         """Per-response timings (decoupled models send several per request)."""
         stats = self.responses.get(index)
         if stats is None:
