@@ -26,16 +26,14 @@ import tempfile
 import time
 from pathlib import Path
 
-from http_bench import PERF_ANALYZER, TRITONSERVER, build_repositories, free_port
-
-NAIAD_MAIN = """
-import signal, sys
-from naiad import Server
-server = Server(model_repository=sys.argv[1], grpc_port=int(sys.argv[2]))
-server.start()
-signal.sigwait([signal.SIGTERM, signal.SIGINT])
-server.stop()
-"""
+from http_bench import (
+    PERF_ANALYZER,
+    TRITONSERVER,
+    build_repositories,
+    free_port,
+    start_naiad,
+    start_triton,
+)
 
 _NUM = r"([0-9.]+)"
 
@@ -59,21 +57,6 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> Non
                 pass
             time.sleep(0.2)
     raise RuntimeError(f"server on port {port} not ready after {timeout}s")
-
-
-def start_naiad(repo: Path, port: int, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
-
-
-def start_triton(repo: Path, port: int, log: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [str(TRITONSERVER), "--model-repository", str(repo), "--grpc-address", "127.0.0.1",
-         "--grpc-port", str(port), "--allow-http", "false", "--allow-metrics", "false"],
-        stdout=log.open("w"), stderr=subprocess.STDOUT,
-    )  # fmt: skip
 
 
 def perf(port: int, concurrency: int, streaming: bool, interval_ms: int) -> dict[str, float]:
@@ -112,10 +95,13 @@ def main() -> int:
         servers: dict[str, tuple[subprocess.Popen, int]] = {}
         try:
             port = free_port()
-            servers["naiad"] = (start_naiad(naiad_repo, port, Path(tmp) / "naiad.log"), port)
+            servers["naiad"] = (
+                start_naiad(naiad_repo, port, Path(tmp) / "naiad.log", "grpc"),
+                port,
+            )
             if with_triton:
                 port = free_port()
-                proc = start_triton(triton_repo, port, Path(tmp) / "triton.log")
+                proc = start_triton(triton_repo, port, Path(tmp) / "triton.log", "grpc")
                 servers["triton"] = (proc, port)
             for proc, port in servers.values():
                 wait_ready(port, proc)

@@ -56,7 +56,8 @@ class TritonPythonModel:
 NAIAD_MAIN = """
 import signal, sys
 from naiad import Server
-server = Server(model_repository=sys.argv[1], http_port=int(sys.argv[2]))
+protocol = sys.argv[3] if len(sys.argv) > 3 else "http"
+server = Server(model_repository=sys.argv[1], **{f"{protocol}_port": int(sys.argv[2])})
 server.start()
 signal.sigwait([signal.SIGTERM, signal.SIGINT])
 server.stop()
@@ -103,17 +104,21 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> Non
     raise RuntimeError(f"server on port {port} not ready after {timeout}s")
 
 
-def start_naiad(repo: Path, port: int, log: Path) -> subprocess.Popen:
+def start_naiad(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
+    """naiad in a subprocess with only the ``protocol`` frontend on ``port``."""
     return subprocess.Popen(
-        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port)],
+        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol],
         stdout=log.open("w"), stderr=subprocess.STDOUT,
     )  # fmt: skip
 
 
-def start_triton(repo: Path, port: int, log: Path) -> subprocess.Popen:
+def start_triton(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
+    """The reference Triton with only the ``protocol`` endpoint, on loopback ``port``."""
+    other = "grpc" if protocol == "http" else "http"
     return subprocess.Popen(
-        [str(TRITONSERVER), "--model-repository", str(repo), "--http-address", "127.0.0.1",
-         "--http-port", str(port), "--allow-grpc", "false", "--allow-metrics", "false"],
+        [str(TRITONSERVER), "--model-repository", str(repo), f"--{protocol}-address",
+         "127.0.0.1", f"--{protocol}-port", str(port), f"--allow-{other}", "false",
+         "--allow-metrics", "false"],
         stdout=log.open("w"), stderr=subprocess.STDOUT,
     )  # fmt: skip
 

@@ -35,6 +35,36 @@ class InferCase:
     json_ok: bool = True  # False: the datatype cannot travel as JSON (FP16, BF16)
 
 
+def client_kwargs(case: InferCase) -> dict[str, Any]:
+    """The keyword arguments of tritonclient's ``infer`` for ``case`` (any protocol)."""
+    out: dict[str, Any] = {"model_version": case.version, "request_id": case.request_id}
+    if case.parameters:
+        out["parameters"] = case.parameters
+    return out
+
+
+def _norm(array: np.ndarray) -> np.ndarray:
+    """BYTES as ``bytes`` elements, whichever form the client decoded them into."""
+    if array.dtype == np.object_:
+        flat = [x.encode() if isinstance(x, str) else bytes(x) for x in array.reshape(-1)]
+        out = np.empty(len(flat), dtype=np.object_)
+        out[:] = flat
+        return out.reshape(array.shape)
+    return array
+
+
+def check_outputs(result: Any, case: InferCase) -> None:
+    """Every expected output of ``case`` is in ``result`` (an InferResult of either client)."""
+    assert case.expected is not None
+    for name, want in case.expected.items():
+        got = result.as_numpy(name)
+        assert got is not None, name
+        assert got.shape == want.shape, (name, got.shape, want.shape)
+        if want.dtype != np.object_:
+            assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
+        np.testing.assert_array_equal(_norm(got), _norm(want))
+
+
 def _fp32(batch: int, start: float = 0.0) -> np.ndarray:
     return (np.arange(batch * 16, dtype=np.float32) + start).reshape(batch, 16) * 0.5
 

@@ -13,10 +13,9 @@ from collections.abc import AsyncIterator
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aioclient
-from cases.infer_cases import InferCase
+from cases.infer_cases import InferCase, check_outputs, client_kwargs
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 from naiad.core.errors import Kind
@@ -41,22 +40,6 @@ def build(mod: ModuleType, case: InferCase) -> tuple[list[Any], list[Any] | None
     return inputs, outputs
 
 
-def kwargs(case: InferCase) -> dict[str, Any]:
-    out: dict[str, Any] = {"model_version": case.version, "request_id": case.request_id}
-    if case.parameters:
-        out["parameters"] = case.parameters
-    return out
-
-
-def _norm(array: np.ndarray) -> np.ndarray:
-    if array.dtype == np.object_:
-        flat = [x.encode() if isinstance(x, str) else bytes(x) for x in array.reshape(-1)]
-        out = np.empty(len(flat), dtype=np.object_)
-        out[:] = flat
-        return out.reshape(array.shape)
-    return array
-
-
 def check_result(result: Any, case: InferCase, *, streamed: bool = False) -> None:
     assert case.expected is not None
     response = result.get_response()
@@ -72,13 +55,7 @@ def check_result(result: Any, case: InferCase, *, streamed: bool = False) -> Non
         assert final is not None and final.bool_param
     else:
         assert final is None
-    for name, want in case.expected.items():
-        got = result.as_numpy(name)
-        assert got is not None, name
-        assert got.shape == want.shape, (name, got.shape, want.shape)
-        if want.dtype != np.object_:
-            assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
-        np.testing.assert_array_equal(_norm(got), _norm(want))
+    check_outputs(result, case)
 
 
 def check_error(exc: InferenceServerException, case: InferCase, *, streamed: bool) -> None:
@@ -94,14 +71,14 @@ def run_sync(url: str, case: InferCase) -> None:
         inputs, outputs = build(grpcclient, case)
         if case.error is not None:
             try:
-                client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+                client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
             except InferenceServerException as exc:
                 check_error(exc, case, streamed=False)
             else:
                 raise AssertionError(f"expected an error for {case.id}")
             assert client.is_server_live()  # the channel still serves
             return
-        check_result(client.infer(case.model, inputs, outputs=outputs, **kwargs(case)), case)
+        check_result(client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case)), case)
 
 
 async def run_aio(url: str, case: InferCase) -> None:
@@ -109,14 +86,14 @@ async def run_aio(url: str, case: InferCase) -> None:
         inputs, outputs = build(aioclient, case)
         if case.error is not None:
             try:
-                await client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+                await client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
             except InferenceServerException as exc:
                 check_error(exc, case, streamed=False)
             else:
                 raise AssertionError(f"expected an error for {case.id}")
             assert await client.is_server_live()
             return
-        result = await client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+        result = await client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
         check_result(result, case)
 
 
@@ -126,7 +103,7 @@ def run_stream(url: str, case: InferCase) -> None:
     with grpcclient.InferenceServerClient(url) as client:
         client.start_stream(lambda result, error: got.put((result, error)))
         inputs, outputs = build(grpcclient, case)
-        client.async_stream_infer(case.model, inputs, outputs=outputs, **kwargs(case))
+        client.async_stream_infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
         client.stop_stream()  # half-close: returns once the server ended the rpc
     result, error = got.get_nowait()
     assert got.empty()
@@ -138,7 +115,12 @@ async def run_aio_stream(url: str, case: InferCase) -> None:
         inputs, outputs = build(aioclient, case)
 
         async def requests() -> AsyncIterator[dict[str, Any]]:
-            yield {"model_name": case.model, "inputs": inputs, "outputs": outputs, **kwargs(case)}
+            yield {
+                "model_name": case.model,
+                "inputs": inputs,
+                "outputs": outputs,
+                **client_kwargs(case),
+            }
 
         answers = [item async for item in client.stream_infer(requests())]
     assert len(answers) == 1

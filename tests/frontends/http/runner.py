@@ -5,9 +5,8 @@ from __future__ import annotations
 from types import ModuleType
 from typing import Any
 
-import numpy as np
 import tritonclient.http as httpclient
-from cases.infer_cases import InferCase
+from cases.infer_cases import InferCase, check_outputs, client_kwargs
 from tritonclient.utils import InferenceServerException, np_to_triton_dtype
 
 #: the HTTP status each core error kind must come back as (rest.md §1.3)
@@ -50,22 +49,6 @@ def build(mod: ModuleType, case: InferCase, binary: bool) -> tuple[list[Any], li
     return inputs, outputs
 
 
-def kwargs(case: InferCase) -> dict[str, Any]:
-    out: dict[str, Any] = {"model_version": case.version, "request_id": case.request_id}
-    if case.parameters:
-        out["parameters"] = case.parameters
-    return out
-
-
-def _norm(array: np.ndarray) -> np.ndarray:
-    if array.dtype == np.object_:
-        flat = [x.encode() if isinstance(x, str) else bytes(x) for x in array.reshape(-1)]
-        out = np.empty(len(flat), dtype=np.object_)
-        out[:] = flat
-        return out.reshape(array.shape)
-    return array
-
-
 def check_result(result: Any, case: InferCase) -> None:
     assert case.expected is not None
     response = result.get_response()
@@ -77,13 +60,7 @@ def check_result(result: Any, case: InferCase) -> None:
         assert "id" not in response
     names = [o["name"] for o in response["outputs"]]
     assert sorted(names) == sorted(case.expected)
-    for name, want in case.expected.items():
-        got = result.as_numpy(name)
-        assert got is not None, name
-        assert got.shape == want.shape, (name, got.shape, want.shape)
-        if want.dtype != np.object_:
-            assert got.dtype == want.dtype, (name, got.dtype, want.dtype)
-        np.testing.assert_array_equal(_norm(got), _norm(want))
+    check_outputs(result, case)
 
 
 def check_error(exc: InferenceServerException, case: InferCase) -> None:
@@ -99,14 +76,14 @@ def run_sync(url: str, case: InferCase, binary: bool) -> None:
         inputs, outputs = build(httpclient, case, binary)
         if case.error is not None:
             try:
-                client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+                client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
             except InferenceServerException as exc:
                 check_error(exc, case)
             else:
                 raise AssertionError(f"expected an error for {case.id}")
             assert client.is_server_live()  # the same connection still serves
             return
-        result = client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+        result = client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
         check_result(result, case)
     finally:
         client.close()
@@ -120,14 +97,14 @@ async def run_aio(url: str, case: InferCase, binary: bool) -> None:
         inputs, outputs = build(aioclient, case, binary)
         if case.error is not None:
             try:
-                await client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+                await client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
             except InferenceServerException as exc:
                 check_error(exc, case)
             else:
                 raise AssertionError(f"expected an error for {case.id}")
             assert await client.is_server_live()
             return
-        result = await client.infer(case.model, inputs, outputs=outputs, **kwargs(case))
+        result = await client.infer(case.model, inputs, outputs=outputs, **client_kwargs(case))
         check_result(result, case)
     finally:
         await client.close()
