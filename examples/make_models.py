@@ -37,7 +37,10 @@ def add_sub() -> None:
         [helper.make_tensor_value_info(n, f, [4]) for n in ("INPUT0", "INPUT1")],
         [helper.make_tensor_value_info(n, f, [4]) for n in ("OUTPUT0", "OUTPUT1")],
     )
-    save(graph, "add_sub", """
+    save(
+        graph,
+        "add_sub",
+        """
 # OUTPUT0 = INPUT0 + INPUT1, OUTPUT1 = INPUT0 - INPUT1 on FP32 vectors of 4.
 name: "add_sub"
 backend: "onnxruntime"
@@ -51,7 +54,8 @@ output [
   { name: "OUTPUT1" data_type: TYPE_FP32 dims: [ 4 ] }
 ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
-""")
+""",
+    )
 
 
 def identity() -> None:
@@ -91,7 +95,10 @@ def image_classifier() -> None:
         [helper.make_tensor_value_info("PROBABILITIES", f, ["batch", 10])],
         initializer=[w1, b1, w2, b2, shape],
     )
-    save(graph, "image_classifier", """
+    save(
+        graph,
+        "image_classifier",
+        """
 # A tiny MLP classifier: 8x8 grey image -> probabilities of ten digit classes.
 # Ask for the `classification` extension to get "score:index:label" strings.
 name: "image_classifier"
@@ -102,7 +109,8 @@ output [
   { name: "PROBABILITIES" data_type: TYPE_FP32 dims: [ 10 ] label_filename: "labels.txt" }
 ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
-""")
+""",
+    )
     labels = ["zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine"]
     (HERE / "image_classifier" / "labels.txt").write_text("\n".join(labels) + "\n")
 
@@ -110,14 +118,19 @@ instance_group [ { kind: KIND_CPU count: 1 } ]
 def string_upper() -> None:
     s = TensorProto.STRING
     graph = helper.make_graph(
-        [helper.make_node(
-            "StringNormalizer", ["TEXT"], ["UPPER"], case_change_action="UPPER", locale="C"
-        )],
+        [
+            helper.make_node(
+                "StringNormalizer", ["TEXT"], ["UPPER"], case_change_action="UPPER", locale="C"
+            )
+        ],
         "string_upper",
         [helper.make_tensor_value_info("TEXT", s, ["n"])],
         [helper.make_tensor_value_info("UPPER", s, ["n"])],
     )
-    save(graph, "string_upper", """
+    save(
+        graph,
+        "string_upper",
+        """
 # Upper-cases a vector of UTF-8 strings (BYTES tensors).
 name: "string_upper"
 backend: "onnxruntime"
@@ -125,7 +138,8 @@ max_batch_size: 0
 input [ { name: "TEXT" data_type: TYPE_STRING dims: [ -1 ] } ]
 output [ { name: "UPPER" data_type: TYPE_STRING dims: [ -1 ] } ]
 instance_group [ { kind: KIND_CPU count: 1 } ]
-""")
+""",
+    )
 
 
 if __name__ == "__main__":

@@ -212,3 +212,21 @@ async def test_onnx_matmul_batches_concurrent_requests(repo):
         assert batch_sizes(server, "mm") == {8: 2}
         s = stats(server, "mm")
         assert (s["inference_count"], s["execution_count"]) == (16, 2)
+
+
+async def test_requests_read_in_one_loop_turn_batch_without_a_delay(repo):
+    # No delay, no preferred size, an instance fast enough to run on the event
+    # loop: requests started in the same loop turn still form one batch
+    # (starting the first one at once would leave every batch at size 1).
+    onnx_models.matmul(repo / "mm" / "1" / "model.onnx", size=8)
+    write_config(
+        repo / "mm", 'backend: "onnxruntime"\nmax_batch_size: 16\ndynamic_batching { }\n' + ONE
+    )
+    x = np.ones((1, 8), np.float32)
+    async with make_server(repo, Recorder()) as server:
+        for _ in range(3):  # let the instance be measured fast enough to run inline
+            await server.infer_async("mm", {"INPUT0": x})
+        sched = scheduler(server, "mm")
+        assert all(ns < 200_000 for ns in sched._exec_ns.values())
+        await asyncio.gather(*(server.infer_async("mm", {"INPUT0": x}) for _ in range(6)))
+        assert batch_sizes(server, "mm") == {1: 3, 6: 1}

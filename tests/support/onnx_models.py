@@ -68,16 +68,20 @@ def add_sub(path: Path, datatype: str = "FP32", shape: Dims = ("batch", 16)) -> 
     return _save(graph, path)
 
 
-def matmul(path: Path, size: int = 256, seed: int = 0) -> Path:
-    """OUTPUT0 = INPUT0 @ W, a compute-bound model for batching and parallelism tests."""
+def matmul(path: Path, size: int = 256, seed: int = 0, rows: int = 0) -> Path:
+    """OUTPUT0 = INPUT0 @ W, a compute-bound model for batching and parallelism tests.
+
+    Each batch item is one ``size`` vector, or a ``rows`` x ``size`` matrix when ``rows``.
+    """
     import numpy as np
 
     weights = np.random.default_rng(seed).standard_normal((size, size)).astype("float32")
+    item = [rows, size] if rows else [size]
     graph = helper.make_graph(
         [helper.make_node("MatMul", ["INPUT0", "W"], ["OUTPUT0"])],
         "matmul",
-        [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ["batch", size])],
-        [helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ["batch", size])],
+        [helper.make_tensor_value_info("INPUT0", TensorProto.FLOAT, ["batch", *item])],
+        [helper.make_tensor_value_info("OUTPUT0", TensorProto.FLOAT, ["batch", *item])],
         initializer=[
             helper.make_tensor("W", TensorProto.FLOAT, [size, size], weights.reshape(-1).tolist())
         ],

@@ -55,6 +55,7 @@ class DynamicBatcher(Scheduler):
         self._deadline_timer: asyncio.TimerHandle | None = None
         self._deadline_at = 0
         self._order: collections.deque[list[Any]] = collections.deque()
+        self._pump_soon = False
 
     # -- accepting requests ------------------------------------------------------
 
@@ -78,6 +79,17 @@ class DynamicBatcher(Scheduler):
         self._planned = False
         if deadline and (not self._deadline_at or deadline < self._deadline_at):
             self._arm_deadline(deadline)
+        if not self.batching:
+            self.pump()
+        elif not self._pump_soon:
+            # Every request the loop reads in this turn joins the batch: pumping
+            # at once would start a batch of one (inline models finish before
+            # the next request is even parsed) and batching would never happen.
+            self._pump_soon = True
+            self._loop.call_soon(self._pump_deferred)
+
+    def _pump_deferred(self) -> None:
+        self._pump_soon = False
         self.pump()
 
     def _shape_key(self, request: InferenceRequest) -> object:
