@@ -186,6 +186,7 @@ class OnnxRuntimeInstance(ModelInstance):
         self.spec = spec
         path = _model_path(ctx.model_dir, ctx.version, config.default_model_filename)
         self.session = _open(path, _session_options(config), _providers(spec))
+        self._run = _fast_run(self.session)
         self.batching = config.max_batch_size > 0
         model_outputs = {o.name: o for o in self.session.get_outputs()}
         names = [o.name for o in config.output] or list(model_outputs)
@@ -229,7 +230,7 @@ class OnnxRuntimeInstance(ModelInstance):
                 feed[name] = _to_ort_strings(feed[name])
         t1 = time.monotonic_ns()
         try:
-            results = self.session.run(self.output_names, feed)
+            results = self._run(self.output_names, feed, None)
         except Exception as exc:
             raise Internal(f"onnx runtime error: {exc}") from None
         t2 = time.monotonic_ns()
@@ -248,6 +249,20 @@ class OnnxRuntimeInstance(ModelInstance):
         t3 = time.monotonic_ns()
         self.compute_ns = (t1 - t0, t2 - t1, t3 - t2)
         return responses
+
+
+def _fast_run(session: Any) -> Any:
+    """The session's C++ ``run`` where nothing of the Python wrapper is needed.
+
+    ``InferenceSession.run`` re-checks the feed's names (the core has already
+    validated every request against the config) and handles execution-provider
+    fallback, which only matters for GPU providers.  Skipping it saves a few
+    microseconds per execution, a visible share for small models.
+    """
+    inner = getattr(session, "_sess", None)
+    if inner is None or session.get_providers() != ["CPUExecutionProvider"]:
+        return session.run
+    return inner.run
 
 
 def _to_ort_strings(array: np.ndarray) -> np.ndarray:
