@@ -25,6 +25,8 @@ from scheduling_helpers import (
 from support import onnx_models
 from support.onnx_models import write_config
 
+from naiad.scheduling.base import INLINE_MAX_NS
+
 ONE = "instance_group [{ kind: KIND_CPU count: 1 }]\n"
 
 
@@ -224,9 +226,11 @@ async def test_requests_read_in_one_loop_turn_batch_without_a_delay(repo):
     )
     x = np.ones((1, 8), np.float32)
     async with make_server(repo, Recorder()) as server:
-        for _ in range(3):  # let the instance be measured fast enough to run inline
-            await server.infer_async("mm", {"INPUT0": x})
         sched = scheduler(server, "mm")
-        assert all(ns < 200_000 for ns in sched._exec_ns.values())
+        warm = 0
+        while warm < 200 and not (sched._exec_ns and max(sched._exec_ns.values()) < INLINE_MAX_NS):
+            await server.infer_async("mm", {"INPUT0": x})  # until measured fast: runs inline
+            warm += 1
+        assert max(sched._exec_ns.values()) < INLINE_MAX_NS
         await asyncio.gather(*(server.infer_async("mm", {"INPUT0": x}) for _ in range(6)))
-        assert batch_sizes(server, "mm") == {1: 3, 6: 1}
+        assert batch_sizes(server, "mm") == {1: warm, 6: 1}

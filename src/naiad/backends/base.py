@@ -63,6 +63,12 @@ class ModelInstance(abc.ABC):
     #: (it must not block on anything but its own computation).
     inline_ok: ClassVar[bool] = False
 
+    #: How many batches the instance accepts at once.  Above 1 for a backend
+    #: that queues them itself and still runs them one after another (a Python
+    #: stub process): the next batch is already there when one ends, which
+    #: saves a process wake-up per batch.  The default scheduler uses it.
+    pipeline_depth: ClassVar[int] = 1
+
     #: (compute_input, compute_infer, compute_output) in ns for the last batch;
     #: a backend that measures its phases sets it inside ``execute``.
     compute_ns: tuple[int, int, int] | None = None

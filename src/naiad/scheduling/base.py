@@ -27,7 +27,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, ClassVar
 
 from naiad.core.errors import Cancelled, Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
@@ -64,12 +64,15 @@ class Scheduler(abc.ABC):
         self._executor = ThreadPoolExecutor(
             max_workers=max(1, len(instances)), thread_name_prefix="naiad-instance"
         )
-        self._idle: list[ModelInstance] = list(reversed(instances))
         self._slots: dict[int, InstanceSlot] = {}
         if slots is not None:
             for instance, slot in zip(instances, slots, strict=False):
                 if slot is not None:
                     self._slots[id(instance)] = slot
+        # An instance is listed once per batch it may hold (rate-limited ones once).
+        self._idle: list[ModelInstance] = [
+            instance for instance in reversed(instances) for _ in range(self._depth(instance))
+        ]
         self._acquiring = False
         self._pumping = False
         self._closed = False
@@ -77,6 +80,15 @@ class Scheduler(abc.ABC):
         self._exec_ns: dict[int, float] = {}
         self.in_flight = 0
         self._idle_event: asyncio.Event | None = None
+
+    #: Whether instances get ``pipeline_depth`` batches at once; only for
+    #: schedulers whose batches do not depend on instances being busy.
+    pipelines: ClassVar[bool] = False
+
+    def _depth(self, instance: ModelInstance) -> int:
+        if not self.pipelines or id(instance) in self._slots:
+            return 1
+        return max(1, instance.pipeline_depth)
 
     @abc.abstractmethod
     def enqueue(self, request: InferenceRequest) -> None:

@@ -14,6 +14,8 @@ if TYPE_CHECKING:
 class DefaultScheduler(Scheduler):
     """One request per execution, in arrival order; parallelism = instance count."""
 
+    pipelines = True
+
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         super().__init__(*args, **kwargs)
         self._queue: collections.deque[InferenceRequest] = collections.deque()

@@ -121,6 +121,7 @@ def _reap(conn: StubConnection, timeout: float = 5.0) -> None:
 
 class ProcessInstance(ModelInstance):
     is_async = True
+    pipeline_depth = 2  # the stub queues batches and runs them in order
 
     def __init__(self, settings: StubSettings) -> None:
         self.settings = settings
