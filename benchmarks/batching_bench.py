@@ -32,7 +32,6 @@ from __future__ import annotations
 import argparse
 import json
 import math
-import re
 import statistics
 import subprocess
 import sys
@@ -42,16 +41,16 @@ import time
 import urllib.request
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE))
-sys.path.insert(0, str(HERE.parent / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from http_bench import (  # noqa: E402
-    PERF_ANALYZER,
+from common import (  # noqa: E402
     TRITONSERVER,
     free_port,
+    perf,
+    perf_analyzer_missing,
     start_naiad,
     start_triton,
+    stop,
     wait_ready,
 )
 
@@ -121,19 +120,6 @@ def model_stats(port: int) -> tuple[int, int]:
     return s["inference_count"], s["execution_count"]
 
 
-def perf(url: str, protocol: str, concurrency: int, interval_ms: int) -> float:
-    command = [
-        str(PERF_ANALYZER), "-m", "matmul", "-u", url, "-i", protocol,
-        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-        "--stability-percentage", "100000", "--max-trials", "10",
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise RuntimeError(f"perf_analyzer failed:\n{out}")
-    return float(re.findall(r"Throughput: ([0-9.]+)", out)[-1])
-
-
 def direct(model: Path, batch: float, rows: int, threads: int, seconds: float) -> float:
     """Batch items per second of ONNX Runtime run directly, batches averaging ``batch``."""
     import numpy as np
@@ -181,8 +167,7 @@ def main() -> int:
         "--no-spin", action="store_true", help="serve with session.intra_op.allow_spinning=0"
     )
     args = parser.parse_args()
-    if not PERF_ANALYZER.exists():
-        print(f"perf_analyzer not found at {PERF_ANALYZER}; run shared/tools/setup-reference.sh")
+    if perf_analyzer_missing():
         return 2
     with tempfile.TemporaryDirectory(prefix="naiad-batching-") as tmp:
         extra = NO_SPIN if args.no_spin and not args.python else ""
@@ -202,7 +187,7 @@ def main() -> int:
                 for name, (_, port) in servers.items():
                     before = model_stats(port)
                     url = f"127.0.0.1:{port}"
-                    tput = perf(url, "http", args.concurrency, args.interval)
+                    tput = perf("matmul", url, args.concurrency, args.interval)["throughput"]
                     after = model_stats(port)
                     avg = (after[0] - before[0]) / max(after[1] - before[1], 1)
                     results.setdefault(name, []).append(tput)
@@ -218,13 +203,7 @@ def main() -> int:
                         )
                     print(line, flush=True)
         finally:
-            for proc, _ in servers.values():
-                proc.terminate()
-            for proc, _ in servers.values():
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop(proc for proc, _ in servers.values())
     print()
     for name, values in results.items():
         print(f"{name:7} median {statistics.median(values):9.1f} /s")

@@ -18,24 +18,24 @@ runs: compare ratios from one run, not absolute numbers across runs.
 from __future__ import annotations
 
 import argparse
-import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-from http_bench import (
-    PERF_ANALYZER,
+from common import (
     TRITONSERVER,
-    build_repositories,
     free_port,
+    perf_analyzer_missing,
     start_naiad,
     start_triton,
+    stop,
+    table_head,
+    table_row,
 )
-
-_NUM = r"([0-9.]+)"
+from common import perf as perf_analyzer
+from http_bench import build_repositories
 
 
 def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
@@ -60,21 +60,8 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> Non
 
 
 def perf(port: int, concurrency: int, streaming: bool, interval_ms: int) -> dict[str, float]:
-    command = [
-        str(PERF_ANALYZER), "-m", "identity_fp32", "-i", "grpc", "-u", f"127.0.0.1:{port}",
-        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-        "--stability-percentage", "1000", "--max-trials", "3",
-    ]  # fmt: skip
-    if streaming:
-        command.append("--streaming")
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise RuntimeError(f"perf_analyzer failed:\n{out}")
-    throughput = float(re.findall(r"Throughput: " + _NUM, out)[-1])
-    p50 = float(re.findall(r"p50 latency: " + _NUM, out)[-1])
-    p99 = float(re.findall(r"p99 latency: " + _NUM, out)[-1])
-    return {"throughput": throughput, "p50": p50, "p99": p99}
+    extra = ["-i", "grpc", *(["--streaming"] if streaming else [])]
+    return perf_analyzer("identity_fp32", f"127.0.0.1:{port}", concurrency, interval_ms, *extra)
 
 
 def main() -> int:
@@ -85,8 +72,7 @@ def main() -> int:
     parser.add_argument("--streaming", action="store_true", help="ModelStreamInfer")
     parser.add_argument("--naiad-only", action="store_true")
     args = parser.parse_args()
-    if not PERF_ANALYZER.exists():
-        print(f"perf_analyzer not found at {PERF_ANALYZER}; run shared/tools/setup-reference.sh")
+    if perf_analyzer_missing():
         return 2
     with_triton = TRITONSERVER.exists() and not args.naiad_only
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
@@ -114,19 +100,9 @@ def main() -> int:
                         print(f"round {rnd + 1} {name:6} c={c:<3} {r['throughput']:9.1f} infer/s  "
                               f"p50 {r['p50']:7.0f} us  p99 {r['p99']:7.0f} us", flush=True)  # fmt: skip
         finally:
-            for proc, _ in servers.values():
-                proc.terminate()
-            for proc, _ in servers.values():
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
+            stop(proc for proc, _ in servers.values())
     report(results, args, with_triton)
     return 0
-
-
-def _median(runs: list[dict[str, float]], key: str) -> float:
-    return statistics.median(r[key] for r in runs)
 
 
 def report(results: dict, args: argparse.Namespace, with_triton: bool) -> None:
@@ -136,22 +112,10 @@ def report(results: dict, args: argparse.Namespace, with_triton: bool) -> None:
     print(f"backend only) a Python-backend identity model. {rpc}; medians of {args.rounds} rounds.")
     print("Numbers are noisy on a shared machine; compare the ratios of one run.")
     print()
-    head = "| c | naiad infer/s | naiad p50 us | naiad p99 us |"
-    if with_triton:
-        head += " Triton infer/s | Triton p50 us | Triton p99 us | throughput x | p99 x |"
-    print(head)
-    print("|" + "---|" * (head.count("|") - 1))
+    print(table_head("| c |", with_triton))
     for c in args.concurrency:
-        n = results[("naiad", c)]
-        row = (f"| {c} | {_median(n, 'throughput'):.0f} | {_median(n, 'p50'):.0f} "
-               f"| {_median(n, 'p99'):.0f} |")  # fmt: skip
-        if with_triton:
-            t = results[("triton", c)]
-            ratio = _median(n, "throughput") / _median(t, "throughput")
-            p99 = _median(n, "p99") / _median(t, "p99")
-            row += (f" {_median(t, 'throughput'):.0f} | {_median(t, 'p50'):.0f} | "
-                    f"{_median(t, 'p99'):.0f} | {ratio:.2f} | {p99:.2f} |")  # fmt: skip
-        print(row)
+        triton = results[("triton", c)] if with_triton else None
+        print(table_row(f"| {c} |", results[("naiad", c)], triton))
 
 
 if __name__ == "__main__":

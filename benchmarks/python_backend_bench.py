@@ -10,37 +10,26 @@ and the medians are printed; quote ratios, not absolute numbers::
 from __future__ import annotations
 
 import argparse
-import os
-import re
 import shutil
-import signal
-import socket
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
-import urllib.request
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
-REF = Path(os.environ.get("NAIAD_REFERENCE_HOME", Path.home() / ".cache/naiad-reference"))
+from common import (
+    ROOT,
+    free_port,
+    median,
+    perf,
+    perf_analyzer_missing,
+    start_naiad,
+    start_triton,
+    stop,
+    wait_ready,
+)
+
 MODEL = ROOT / "examples" / "model_repository" / "add_sub_python"
-NAIAD_MAIN = """
-import signal, sys
-from naiad import Server
-server = Server(model_repository=sys.argv[1], http_port=int(sys.argv[2]))
-server.start()
-signal.sigwait([signal.SIGTERM, signal.SIGINT])
-server.stop()
-"""
 THREAD = '\nparameters { key: "NAIAD_EXECUTION_MODE" value: { string_value: "thread" } }\n'
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def repository(root: Path, thread: bool) -> Path:
@@ -52,47 +41,8 @@ def repository(root: Path, thread: bool) -> Path:
     return repo
 
 
-def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited with {proc.returncode}")
-        try:
-            url = f"http://127.0.0.1:{port}/v2/models/add_sub_python/ready"
-            with urllib.request.urlopen(url, timeout=1) as r:
-                if r.status == 200:
-                    return
-        except OSError:
-            pass
-        time.sleep(0.2)
-    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
-
-
 def start(kind: str, repo: Path, port: int, log: Path) -> subprocess.Popen:
-    if kind == "triton":
-        cmd = [str(REF / "bin" / "tritonserver"), "--model-repository", str(repo),
-               "--http-address", "127.0.0.1", "--http-port", str(port),
-               "--allow-grpc", "false", "--allow-metrics", "false"]  # fmt: skip
-    else:
-        cmd = [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port)]
-    env = dict(os.environ, PYTHONPATH=str(ROOT / "src"))
-    return subprocess.Popen(cmd, stdout=log.open("w"), stderr=subprocess.STDOUT, env=env)
-
-
-def perf(port: int, concurrency: int, interval_ms: int) -> dict[str, float]:
-    cmd = [str(REF / "bin" / "perf_analyzer"), "-m", "add_sub_python", "-u", f"127.0.0.1:{port}",
-           "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-           "--stability-percentage", "100000", "--max-trials", "10"]  # fmt: skip
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise RuntimeError(f"perf_analyzer failed:\n{out}")
-    num = r"([0-9.]+)"
-    return {
-        "throughput": float(re.findall(r"Throughput: " + num, out)[-1]),
-        "p50": float(re.findall(r"p50 latency: " + num, out)[-1]),
-        "p99": float(re.findall(r"p99 latency: " + num, out)[-1]),
-    }
+    return (start_triton if kind == "triton" else start_naiad)(repo, port, log)
 
 
 def main() -> int:
@@ -102,6 +52,8 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--servers", nargs="+", default=["process", "thread", "triton"])
     args = parser.parse_args()
+    if perf_analyzer_missing():
+        return 2
     results: dict[tuple[str, int], list[dict[str, float]]] = {}
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
@@ -115,25 +67,17 @@ def main() -> int:
                 try:
                     wait_ready(port, proc)
                     for c in args.concurrency:
-                        results.setdefault((kind, c), []).append(perf(port, c, args.interval))
+                        run = perf("add_sub_python", f"127.0.0.1:{port}", c, args.interval)
+                        results.setdefault((kind, c), []).append(run)
                 finally:
-                    proc.send_signal(signal.SIGTERM)
-                    try:
-                        proc.wait(60)
-                    except subprocess.TimeoutExpired:
-                        proc.kill()
-                        proc.wait()
+                    stop([proc])
     print(f"{'server':8s} {'c':>3s} {'req/s':>8s} {'p50 us':>8s} {'p99 us':>8s}  vs triton")
     for c in args.concurrency:
         base = results.get(("triton", c))
         for kind in args.servers:
             runs = results[(kind, c)]
-            tp = statistics.median(x["throughput"] for x in runs)
-            p50 = statistics.median(x["p50"] for x in runs)
-            p99 = statistics.median(x["p99"] for x in runs)
-            ratio = ""
-            if base and kind != "triton":
-                ratio = f"{tp / statistics.median(x['throughput'] for x in base):.2f}x"
+            tp, p50, p99 = (median(runs, key) for key in ("throughput", "p50", "p99"))
+            ratio = f"{tp / median(base, 'throughput'):.2f}x" if base and kind != "triton" else ""
             print(f"{kind:8s} {c:3d} {tp:8.0f} {p50:8.0f} {p99:8.0f}  {ratio}")
     return 0
 

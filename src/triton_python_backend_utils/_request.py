@@ -230,5 +230,18 @@ class InferenceRequest:
     async def async_exec(self, decoupled: bool = False) -> Any:
         return await _host.current().bls_async(self, decoupled)
 
+    def _bls_fields(self) -> dict[str, Any]:
+        """What a BLS call carries besides the inputs, in the server's wire names."""
+        return {
+            "m": self._model_name,
+            "v": self._model_version,
+            "id": self._request_id,
+            "c": self._correlation_id,
+            "fl": self._flags,
+            "t": self._timeout,
+            "p": self._parameters,
+            "ro": self._requested,
+        }
+
     def __repr__(self) -> str:
         return f"InferenceRequest({self._model_name!r}, id={self._request_id!r})"

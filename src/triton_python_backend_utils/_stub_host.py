@@ -123,24 +123,13 @@ class StubHost:
             link.send(mtype, body)
         return call_id
 
-    def _bls_body(self, request: InferenceRequest, decoupled: bool) -> dict[str, Any]:
-        return {
-            "d": decoupled,
-            "m": request._model_name,
-            "v": request._model_version,
-            "id": request._request_id,
-            "c": request._correlation_id,
-            "fl": request._flags,
-            "t": request._timeout,
-            "p": request._parameters,
-            "ro": request._requested,
-        }
-
     def bls(self, request: InferenceRequest, decoupled: bool) -> Any:
         call = _Call()
         if decoupled:
             call.iterator = ResponseIterator(wait=self.channel.pump_until)
-        call_id = self._start(_wire.BLS, self._bls_body(request, decoupled), call, request._inputs)
+        call_id = self._start(
+            _wire.BLS, {"d": decoupled, **request._bls_fields()}, call, request._inputs
+        )
         if decoupled:
             assert call.iterator is not None
             call.iterator._cancel = lambda: self._cancel(call_id)
@@ -155,7 +144,9 @@ class StubHost:
         if decoupled:
             call.iterator = ResponseIterator()
         self.channel.async_wait_begin()
-        call_id = self._start(_wire.BLS, self._bls_body(request, decoupled), call, request._inputs)
+        call_id = self._start(
+            _wire.BLS, {"d": decoupled, **request._bls_fields()}, call, request._inputs
+        )
         if call.iterator is not None:
             call.iterator._cancel = lambda: self._cancel(call_id)
         return await call.future

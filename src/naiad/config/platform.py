@@ -8,10 +8,14 @@ loaded; the order of the rules below matters and is Triton's.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 
 from naiad.config.errors import ConfigError
 from naiad.config.model_config_pb2 import ModelConfig
+
+#: Fills in backend, platform and file name when the config is this backend's.
+Rule = Callable[[ModelConfig, Path | None], bool]
 
 ENSEMBLE_PLATFORM = "ensemble"
 
@@ -113,44 +117,36 @@ def _tensorflow(config: ModelConfig, version_dir: Path | None) -> bool:
     return True
 
 
-def _tensorrt(config: ModelConfig, version_dir: Path | None) -> bool:
-    if not config.backend:
-        if config.platform == "tensorrt_plan" or config.default_model_filename == "model.plan":
-            config.backend = "tensorrt"
-        elif _can_detect(config, version_dir) and _exists(
-            version_dir, "model.plan", directory=False
-        ):
-            config.backend = "tensorrt"
-    if config.backend != "tensorrt":
-        return False
-    config.platform = config.platform or "tensorrt_plan"
-    config.default_model_filename = config.default_model_filename or "model.plan"
-    return True
+def _by_file(backend: str, filename: str, platform: str = "", *, file_only: bool = False) -> Rule:
+    """The rule of a backend known by one model file (and maybe one platform name).
+
+    ``file_only``: a directory of that name does not count (ONNX models may be
+    directories, TensorRT plans may not).
+    """
+
+    def rule(config: ModelConfig, version_dir: Path | None) -> bool:
+        if not config.backend:
+            named = (platform and config.platform == platform) or (
+                config.default_model_filename == filename
+            )
+            found = _can_detect(config, version_dir) and _exists(
+                version_dir, filename, directory=False if file_only else None
+            )
+            if named or found:
+                config.backend = backend
+        if config.backend != backend:
+            return False
+        if platform:
+            config.platform = config.platform or platform
+        config.default_model_filename = config.default_model_filename or filename
+        return True
+
+    return rule
 
 
-def _onnxruntime(config: ModelConfig, version_dir: Path | None) -> bool:
-    if not config.backend:
-        if config.platform == "onnxruntime_onnx" or config.default_model_filename == "model.onnx":
-            config.backend = "onnxruntime"
-        elif _can_detect(config, version_dir) and _exists(version_dir, "model.onnx"):
-            config.backend = "onnxruntime"  # a file, or a directory for large models
-    if config.backend != "onnxruntime":
-        return False
-    config.platform = config.platform or "onnxruntime_onnx"
-    config.default_model_filename = config.default_model_filename or "model.onnx"
-    return True
-
-
-def _openvino(config: ModelConfig, version_dir: Path | None) -> bool:
-    if not config.backend:
-        if config.default_model_filename == "model.xml":
-            config.backend = "openvino"
-        elif _can_detect(config, version_dir) and _exists(version_dir, "model.xml"):
-            config.backend = "openvino"
-    if config.backend != "openvino":
-        return False
-    config.default_model_filename = config.default_model_filename or "model.xml"
-    return True
+_tensorrt = _by_file("tensorrt", "model.plan", "tensorrt_plan", file_only=True)
+_onnxruntime = _by_file("onnxruntime", "model.onnx", "onnxruntime_onnx")
+_openvino = _by_file("openvino", "model.xml")
 
 
 def _pytorch(config: ModelConfig, version_dir: Path | None) -> bool:
@@ -182,17 +178,7 @@ def _pytorch(config: ModelConfig, version_dir: Path | None) -> bool:
     return True
 
 
-def _python(config: ModelConfig, version_dir: Path | None) -> bool:
-    if not config.backend:
-        if config.default_model_filename == "model.py":
-            config.backend = "python"
-        elif _can_detect(config, version_dir) and _exists(version_dir, "model.py"):
-            config.backend = "python"
-    if config.backend != "python":
-        return False
-    config.default_model_filename = config.default_model_filename or "model.py"
-    return True
-
+_python = _by_file("python", "model.py")
 
 _RULES = (_tensorflow, _tensorrt, _onnxruntime, _openvino, _pytorch, _python)
 

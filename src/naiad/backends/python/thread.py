@@ -103,17 +103,7 @@ class ThreadHost:
         return bool(request._core.cancelled)  # type: ignore[attr-defined]
 
     def _core_request(self, request: PbRequest) -> InferenceRequest:
-        body = {
-            "m": request._model_name,
-            "v": request._model_version,
-            "id": request._request_id,
-            "c": request._correlation_id,
-            "fl": request._flags,
-            "t": request._timeout,
-            "p": request._parameters,
-            "ro": request._requested,
-        }
-        core = convert.bls_request(body, None)
+        core = convert.bls_request(request._bls_fields(), None)
         by_enum = datatypes.BY_CONFIG_ENUM
         for t in request._inputs:
             dt = by_enum[t._dtype]

@@ -1,0 +1,155 @@
+"""What every benchmark shares: server processes on free ports and perf_analyzer runs.
+
+The reference tools come from ``../shared/tools/setup-reference.sh``
+(``$NAIAD_REFERENCE_HOME``, default ``~/.cache/naiad-reference``).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import socket
+import statistics
+import subprocess
+import sys
+import time
+import urllib.request
+from collections.abc import Iterable
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[1]
+REFERENCE = Path(os.environ.get("NAIAD_REFERENCE_HOME", Path.home() / ".cache/naiad-reference"))
+PERF_ANALYZER = REFERENCE / "bin" / "perf_analyzer"
+TRITONSERVER = REFERENCE / "bin" / "tritonserver"
+
+NAIAD_MAIN = """
+import signal, sys
+from naiad import Server
+protocol = sys.argv[3] if len(sys.argv) > 3 else "http"
+server = Server(model_repository=sys.argv[1], **{f"{protocol}_port": int(sys.argv[2])})
+server.start()
+signal.sigwait([signal.SIGTERM, signal.SIGINT])
+server.stop()
+"""
+
+_NUM = r"([0-9.]+)"
+
+
+def perf_analyzer_missing() -> bool:
+    """Say so when the reference tools are not installed (the caller exits 2)."""
+    if PERF_ANALYZER.exists():
+        return False
+    print(f"perf_analyzer not found at {PERF_ANALYZER}; run shared/tools/setup-reference.sh")
+    return True
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+    """Poll ``/v2/health/ready`` over HTTP until it answers 200."""
+    deadline = time.monotonic() + timeout
+    url = f"http://127.0.0.1:{port}/v2/health/ready"
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited with {proc.returncode}")
+        try:
+            with urllib.request.urlopen(url, timeout=1) as r:
+                if r.status == 200:
+                    return
+        except OSError:
+            pass
+        time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
+
+
+def start_naiad(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
+    """naiad (this checkout's) in a subprocess with only the ``protocol`` frontend on ``port``."""
+    path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+    return subprocess.Popen(
+        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
+    )  # fmt: skip
+
+
+def start_triton(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
+    """The reference Triton with only the ``protocol`` endpoint, on loopback ``port``."""
+    other = "grpc" if protocol == "http" else "http"
+    return subprocess.Popen(
+        [str(TRITONSERVER), "--model-repository", str(repo), f"--{protocol}-address",
+         "127.0.0.1", f"--{protocol}-port", str(port), f"--allow-{other}", "false",
+         "--allow-metrics", "false"],
+        stdout=log.open("w"), stderr=subprocess.STDOUT,
+    )  # fmt: skip
+
+
+def stop(procs: Iterable[subprocess.Popen]) -> None:
+    """SIGTERM every server (they drain), then wait; kill what does not exit."""
+    procs = list(procs)
+    for proc in procs:
+        proc.terminate()
+    for proc in procs:
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def perf(
+    model: str,
+    url: str,
+    concurrency: int,
+    interval_ms: int,
+    *extra: str,
+) -> dict[str, float]:
+    """One perf_analyzer run at ``concurrency``: throughput (infer/s), p50 and p99 (us).
+
+    Stability is not asked for (a shared machine never is): three windows are measured.
+    """
+    command = [
+        str(PERF_ANALYZER), "-m", model, "-u", url, *extra,
+        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
+        "--stability-percentage", "100000", "--max-trials", "10",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
+    out = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"perf_analyzer failed:\n{out}")
+    return {
+        "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
+        "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
+        "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
+    }
+
+
+def median(runs: list[dict[str, float]], key: str) -> float:
+    return statistics.median(r[key] for r in runs)
+
+
+def table_head(keys: str, with_triton: bool) -> str:
+    """The header of a result table: ``keys`` (e.g. "| c |") then naiad's and Triton's columns."""
+    head = f"{keys} naiad infer/s | naiad p50 us | naiad p99 us |"
+    if with_triton:
+        head += " Triton infer/s | Triton p50 us | Triton p99 us | throughput x | p99 x |"
+    return head + "\n|" + "---|" * (head.count("|") - 1)
+
+
+def table_row(
+    keys: str, naiad: list[dict[str, float]], triton: list[dict[str, float]] | None
+) -> str:
+    """One row: medians of naiad's runs, then Triton's and the naiad/Triton ratios."""
+    row = f"{keys} {_cells(naiad)} |"
+    if triton is not None:
+        ratio = median(naiad, "throughput") / median(triton, "throughput")
+        p99 = median(naiad, "p99") / median(triton, "p99")
+        row += f" {_cells(triton)} | {ratio:.2f} | {p99:.2f} |"
+    return row
+
+
+def _cells(runs: list[dict[str, float]]) -> str:
+    return " | ".join(f"{median(runs, key):.0f}" for key in ("throughput", "p50", "p99"))
