@@ -89,6 +89,36 @@ def matmul(path: Path, size: int = 256, seed: int = 0, rows: int = 0) -> Path:
     return _save(graph, path)
 
 
+def ragged(path: Path) -> Path:
+    """Shows a ragged batch as the model sees it.
+
+    INPUT is every request's data end to end (1-D); COUNT (INT32) and ACC
+    (FP32) are batch inputs with one entry per request.  OUT echoes INPUT,
+    COUNT_OUT and ACC_OUT give each request its own entry back as ``[1, 1]``.
+    """
+    axes = helper.make_tensor("AXES", TensorProto.INT64, [1], [1])
+    graph = helper.make_graph(
+        [
+            helper.make_node("Identity", ["INPUT"], ["OUT"]),
+            helper.make_node("Unsqueeze", ["COUNT", "AXES"], ["COUNT_OUT"]),
+            helper.make_node("Unsqueeze", ["ACC", "AXES"], ["ACC_OUT"]),
+        ],
+        "ragged",
+        [
+            helper.make_tensor_value_info("INPUT", TensorProto.FLOAT, ["n"]),
+            helper.make_tensor_value_info("COUNT", TensorProto.INT32, ["r"]),
+            helper.make_tensor_value_info("ACC", TensorProto.FLOAT, ["r"]),
+        ],
+        [
+            helper.make_tensor_value_info("OUT", TensorProto.FLOAT, ["n"]),
+            helper.make_tensor_value_info("COUNT_OUT", TensorProto.INT32, ["r", 1]),
+            helper.make_tensor_value_info("ACC_OUT", TensorProto.FLOAT, ["r", 1]),
+        ],
+        initializer=[axes],
+    )
+    return _save(graph, path)
+
+
 def write_config(model_dir: Path, text: str) -> None:
     model_dir.mkdir(parents=True, exist_ok=True)
     (model_dir / "config.pbtxt").write_text(text)

@@ -16,7 +16,7 @@ import numpy as np
 import onnxruntime as ort
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
-from naiad.backends.batching import gather_inputs, split_outputs
+from naiad.backends.batching import BatchPlan
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
@@ -187,7 +187,7 @@ class OnnxRuntimeInstance(ModelInstance):
         path = _model_path(ctx.model_dir, ctx.version, config.default_model_filename)
         self.session = _open(path, _session_options(config), _providers(spec))
         self._run = _fast_run(self.session)
-        self.batching = config.max_batch_size > 0
+        self.plan = BatchPlan(config)
         model_outputs = {o.name: o for o in self.session.get_outputs()}
         names = [o.name for o in config.output] or list(model_outputs)
         # The sequence batcher feeds control and implicit-state inputs and takes the
@@ -211,6 +211,7 @@ class OnnxRuntimeInstance(ModelInstance):
                 f"inputs, model provides {len(model_inputs)}"
             )
         unknown = [i.name for i in config.input if i.name not in model_inputs]
+        unknown += [n for n in self.plan.target_names if n not in model_inputs]
         if unknown:
             raise InvalidArgument(
                 f"unexpected inference input '{unknown[0]}', allowed inputs are: "
@@ -224,7 +225,7 @@ class OnnxRuntimeInstance(ModelInstance):
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         t0 = time.monotonic_ns()
-        feed = gather_inputs(requests, self.batching)
+        feed = self.plan.gather(requests)
         for name in self.string_inputs:
             if name in feed:
                 feed[name] = _to_ort_strings(feed[name])
@@ -235,9 +236,8 @@ class OnnxRuntimeInstance(ModelInstance):
             raise Internal(f"onnx runtime error: {exc}") from None
         t2 = time.monotonic_ns()
         arrays = dict(zip(self.output_names, results, strict=True))
-        rows = [r.batch_size for r in requests]
         responses: list[InferenceResponse] = []
-        for produced in split_outputs(arrays, rows, self.batching):
+        for produced in self.plan.split(arrays, requests):
             outputs = []
             for name in self.output_names:
                 array = produced[name]
