@@ -8,6 +8,7 @@ onnxruntime backend.
 
 from __future__ import annotations
 
+import ctypes
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -18,7 +19,7 @@ import onnxruntime as ort
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
 from naiad.core import datatypes
-from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
+from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 if TYPE_CHECKING:
@@ -186,7 +187,7 @@ class OnnxRuntimeInstance(ModelInstance):
         self.spec = spec
         path = _model_path(ctx.model_dir, ctx.version, config.default_model_filename)
         self.session = _open(path, _session_options(config), _providers(spec))
-        self._run = _fast_run(self.session)
+        self._run = _bf16_run(self.session) or _fast_run(self.session)
         self.plan = BatchPlan(config)
         model_outputs = {o.name: o for o in self.session.get_outputs()}
         names = [o.name for o in config.output] or list(model_outputs)
@@ -263,6 +264,53 @@ def _fast_run(session: Any) -> Any:
     if inner is None or session.get_providers() != ["CPUExecutionProvider"]:
         return session.run
     return inner.run
+
+
+#: ONNX's TensorProto.BFLOAT16, which numpy has no dtype for.
+_ONNX_BFLOAT16 = 16
+
+
+def _bf16_run(session: Any) -> Any:
+    """A ``run`` for sessions with BF16 inputs or outputs, else None.
+
+    onnxruntime's numpy bridge has no bfloat16: inputs go in as OrtValues of
+    their raw 16-bit words, and BF16 outputs are copied out of the OrtValue's
+    buffer into ml_dtypes' bfloat16 arrays, which the rest of naiad uses.
+    """
+    bf16 = "tensor(bfloat16)"
+    bf16_inputs = {i.name for i in session.get_inputs() if i.type == bf16}
+    if not bf16_inputs and all(o.type != bf16 for o in session.get_outputs()):
+        return None
+    OrtValue = ort.OrtValue  # noqa: N806
+    if bf16_inputs and not hasattr(OrtValue, "ortvalue_from_numpy_with_onnx_type"):
+        raise Unsupported(
+            f"BF16 inputs need an onnxruntime with OrtValue.ortvalue_from_numpy_with_onnx_type "
+            f"(this is {ort.__version__})"
+        )
+
+    def run(names: list[str], feed: dict[str, np.ndarray], options: Any) -> list[np.ndarray]:
+        values = {}
+        for name, array in feed.items():
+            array = np.ascontiguousarray(array)
+            if name in bf16_inputs:
+                values[name] = OrtValue.ortvalue_from_numpy_with_onnx_type(
+                    array.view(np.uint16), _ONNX_BFLOAT16
+                )
+            else:
+                values[name] = OrtValue.ortvalue_from_numpy(array)
+        results = session.run_with_ort_values(names, values, options)
+        return [_bf16_array(v) if v.data_type() == bf16 else v.numpy() for v in results]
+
+    return run
+
+
+def _bf16_array(value: Any) -> np.ndarray:
+    shape = value.shape()
+    count = int(np.prod(shape))
+    if count == 0:
+        return np.empty(shape, dtype=datatypes.BF16.numpy)
+    words = (ctypes.c_uint16 * count).from_address(value.data_ptr())
+    return np.ctypeslib.as_array(words).copy().view(datatypes.BF16.numpy).reshape(shape)
 
 
 def _to_ort_strings(array: np.ndarray) -> np.ndarray:

@@ -7,18 +7,7 @@ from cases.infer_cases import CASES, InferCase
 
 from frontends.grpc.runner import run_aio, run_aio_stream, run_stream, run_sync
 
-#: cases the model side cannot serve yet (not a frontend matter)
-BACKEND_GAPS = {
-    "datatype_BF16": "onnxruntime's numpy binding cannot take ml_dtypes.bfloat16 arrays",
-}
-CASE_PARAMS = [
-    pytest.param(
-        case,
-        id=case.id,
-        marks=[pytest.mark.xfail(reason=BACKEND_GAPS[case.id])] if case.id in BACKEND_GAPS else [],
-    )
-    for case in CASES
-]
+CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
 
 @pytest.mark.parametrize("case", CASE_PARAMS)

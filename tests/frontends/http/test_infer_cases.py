@@ -8,18 +8,7 @@ from cases.infer_cases import CASES, InferCase
 from frontends.http.runner import run_aio, run_sync
 
 BINARY = [pytest.param(True, id="binary"), pytest.param(False, id="json")]
-#: cases the model side cannot serve yet (not a frontend matter)
-BACKEND_GAPS = {
-    "datatype_BF16": "onnxruntime's numpy binding cannot take ml_dtypes.bfloat16 arrays",
-}
-CASE_PARAMS = [
-    pytest.param(
-        case,
-        id=case.id,
-        marks=[pytest.mark.xfail(reason=BACKEND_GAPS[case.id])] if case.id in BACKEND_GAPS else [],
-    )
-    for case in CASES
-]
+CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
 
 def _skip_json(case: InferCase, binary: bool) -> None:
