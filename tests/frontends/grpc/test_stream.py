@@ -178,7 +178,10 @@ def test_deadline_cancels_a_queued_request(python_url: str) -> None:
         assert client.is_server_live()  # connected: the next two calls arrive in order
         done: queue.Queue[Any] = queue.Queue()
         client.async_infer(
-            "slow", [_slow_input(0.5)], callback=lambda result, error: done.put(error)
+            # Long enough for the cancellation to be seen on a loaded machine.
+            "slow",
+            [_slow_input(2.0)],
+            callback=lambda result, error: done.put(error),
         )
         with pytest.raises(InferenceServerException) as exc:
             # queued behind the busy instance; were it run, it would take 0.4 s more
