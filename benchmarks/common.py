@@ -49,7 +49,14 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
+def wait_ready(
+    port: int, proc: subprocess.Popen, timeout: float = 120.0, protocol: str = "http"
+) -> None:
+    """Wait until the server on ``port`` says it is ready over ``protocol``."""
+    (_wait_grpc if protocol == "grpc" else _wait_http)(port, proc, timeout)
+
+
+def _wait_http(port: int, proc: subprocess.Popen, timeout: float) -> None:
     """Poll ``/v2/health/ready`` over HTTP until it answers 200."""
     deadline = time.monotonic() + timeout
     url = f"http://127.0.0.1:{port}/v2/health/ready"
@@ -63,6 +70,27 @@ def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> Non
         except OSError:
             pass
         time.sleep(0.2)
+    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
+
+
+def _wait_grpc(port: int, proc: subprocess.Popen, timeout: float) -> None:
+    """Poll the standard health service until it answers SERVING."""
+    import grpc
+    from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+    deadline = time.monotonic() + timeout
+    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
+        stub = health_pb2_grpc.HealthStub(channel)
+        while time.monotonic() < deadline:
+            if proc.poll() is not None:
+                raise RuntimeError(f"server exited with {proc.returncode}")
+            try:
+                answer = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
+                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                    return
+            except grpc.RpcError:
+                pass
+            time.sleep(0.2)
     raise RuntimeError(f"server on port {port} not ready after {timeout}s")
 
 

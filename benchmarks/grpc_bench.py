@@ -21,7 +21,6 @@ import argparse
 import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 from common import (
@@ -33,30 +32,10 @@ from common import (
     stop,
     table_head,
     table_row,
+    wait_ready,
 )
 from common import perf as perf_analyzer
 from http_bench import build_repositories
-
-
-def wait_ready(port: int, proc: subprocess.Popen, timeout: float = 120.0) -> None:
-    """Poll the standard health service until it answers SERVING."""
-    import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
-
-    deadline = time.monotonic() + timeout
-    with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
-        while time.monotonic() < deadline:
-            if proc.poll() is not None:
-                raise RuntimeError(f"server exited with {proc.returncode}")
-            try:
-                answer = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
-                    return
-            except grpc.RpcError:
-                pass
-            time.sleep(0.2)
-    raise RuntimeError(f"server on port {port} not ready after {timeout}s")
 
 
 def perf(port: int, concurrency: int, streaming: bool, interval_ms: int) -> dict[str, float]:
@@ -90,7 +69,7 @@ def main() -> int:
                 proc = start_triton(triton_repo, port, Path(tmp) / "triton.log", "grpc")
                 servers["triton"] = (proc, port)
             for proc, port in servers.values():
-                wait_ready(port, proc)
+                wait_ready(port, proc, protocol="grpc")
             for rnd in range(args.rounds):
                 for c in args.concurrency:
                     order = list(servers) if rnd % 2 == 0 else list(reversed(servers))

@@ -54,13 +54,21 @@ class LoadContext:
         return self.version_dir / self.config.default_model_filename
 
 
+class RunOnThread(BaseException):  # noqa: N818 (a signal to the scheduler, not an error)
+    """Raised by an inline execution that has to wait for the event loop itself
+    (a Python model's BLS call): the scheduler runs the batch again on the
+    instance's thread.  A BaseException, so a model's ``except Exception``
+    cannot swallow it."""
+
+
 class ModelInstance(abc.ABC):
     """One loaded copy of a model that executes one batch at a time."""
 
     is_async: ClassVar[bool] = False
 
     #: Whether ``execute`` may run on the event loop when it is fast enough
-    #: (it must not block on anything but its own computation).
+    #: (it must not block on anything but its own computation, or it raises
+    #: :class:`RunOnThread`).
     inline_ok: ClassVar[bool] = False
 
     #: How many batches the instance accepts at once.  Above 1 for a backend

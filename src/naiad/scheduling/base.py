@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
 from typing import TYPE_CHECKING, ClassVar
 
+from naiad.backends.base import RunOnThread
 from naiad.core.errors import Cancelled, Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
 
@@ -61,9 +62,12 @@ class Scheduler(abc.ABC):
         #: Checked by the core before ``enqueue``; released in ``request_done``.
         self.admission = admission
         self._loop = asyncio.get_running_loop()
-        self._executor = ThreadPoolExecutor(
-            max_workers=max(1, len(instances)), thread_name_prefix="naiad-instance"
-        )
+        # A thread of its own per instance, as Triton has: models with
+        # thread-affine state always run on the same thread.
+        self._executors = {
+            id(instance): ThreadPoolExecutor(1, thread_name_prefix="naiad-instance")
+            for instance in instances
+        }
         self._slots: dict[int, InstanceSlot] = {}
         if slots is not None:
             for instance, slot in zip(instances, slots, strict=False):
@@ -112,7 +116,8 @@ class Scheduler(abc.ABC):
         self._closed = True
         for slot in self._slots.values():
             slot.close()
-        self._executor.shutdown(wait=False, cancel_futures=True)
+        for executor in self._executors.values():
+            executor.shutdown(wait=False, cancel_futures=True)
 
     # -- dispatch --------------------------------------------------------------
 
@@ -187,8 +192,14 @@ class Scheduler(abc.ABC):
         if instance.inline_ok and average is not None and average < INLINE_MAX_NS:
             self._run_inline(instance, live, now)
             return
-        future = self._loop.run_in_executor(self._executor, self._timed, instance, live)
-        future.add_done_callback(lambda f: self._batch_done(f, instance, live, now))
+        self._run_on_thread(instance, live, now)
+
+    def _run_on_thread(
+        self, instance: ModelInstance, batch: list[InferenceRequest], start_ns: int
+    ) -> None:
+        executor = self._executors[id(instance)]
+        future = self._loop.run_in_executor(executor, self._timed, instance, batch)
+        future.add_done_callback(lambda f: self._batch_done(f, instance, batch, start_ns))
 
     def _timed(
         self, instance: ModelInstance, batch: list[InferenceRequest]
@@ -214,6 +225,9 @@ class Scheduler(abc.ABC):
         start = time.monotonic_ns()
         try:
             future.set_result(instance.execute(batch))
+        except RunOnThread:
+            self._run_on_thread(instance, batch, start_ns)
+            return
         except Exception as exc:  # handed to _batch_done like a thread's failure
             future.set_exception(exc)
         # Wall time here (a cheap clock); clamped, so one preemption of the

@@ -4,19 +4,27 @@ The opt-in alternative to stub processes (``NAIAD_EXECUTION_MODE: "thread"``):
 no IPC and no copies, but the model shares the server's interpreter, GIL
 and fate (a crash takes the server down) and its modules share
 ``sys.modules`` with other thread-mode models.
+
+A model whose ``execute`` is fast runs on the event loop itself, as small
+ONNX models do: a thread hand-off costs more than such a model.  Not when
+it may wait for the server (a BLS call, model control), which on the loop
+would wait for itself: models whose source names those calls never run
+there, and a call made on the loop anyway (from a helper module) sends the
+batch back to the instance's thread for good.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import threading
-from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
-from naiad.backends.base import ModelInstance
+from naiad.backends.base import ModelInstance, RunOnThread
 from naiad.backends.python import convert
 from naiad.backends.python.connection import on_log
 from naiad.backends.python.services import Services
@@ -33,6 +41,9 @@ from triton_python_backend_utils._tensor import Tensor
 
 log = logging.getLogger("naiad")
 _BF16 = datatypes.BF16.config_enum
+
+#: Calls in a model's source after which it may wait for the server.
+_WAITS_FOR_SERVER = re.compile(r"\b(exec|async_exec|load_model|unload_model|is_model_ready)\s*\(")
 
 
 def _pb_array(array: np.ndarray, code: int) -> np.ndarray:
@@ -85,7 +96,18 @@ class ThreadHost:
         self.runner = runner
         self.services = services
         self.decoupled = runner.decoupled
-        self.loop: asyncio.AbstractEventLoop | None = None
+        self.loop: asyncio.AbstractEventLoop | None = services.dataplane.event_loop
+
+    def _wait_for_loop(self) -> asyncio.AbstractEventLoop:
+        """The server's loop, for a call that blocks until the loop answers it."""
+        assert self.loop is not None
+        try:
+            on_loop = asyncio.get_running_loop() is self.loop
+        except RuntimeError:
+            on_loop = False
+        if on_loop:
+            raise RunOnThread
+        return self.loop
 
     def send(self, request: PbRequest, response: PbResponse | None, final: bool) -> None:
         core = request._core  # type: ignore[attr-defined]
@@ -113,19 +135,17 @@ class ThreadHost:
         return core
 
     def bls(self, request: PbRequest, decoupled: bool) -> Any:
-        assert self.loop is not None
+        loop = self._wait_for_loop()
         core = self._core_request(request)
         if decoupled:
             iterator = ResponseIterator(cancel=lambda: setattr(core, "cancelled", True))
             asyncio.run_coroutine_threadsafe(
                 self.services.bls(core, True, lambda r: iterator._put(pb_response(r), r.final)),
-                self.loop,
+                loop,
             )
             return iterator
         got: list[InferenceResponse] = []
-        asyncio.run_coroutine_threadsafe(
-            self.services.bls(core, False, got.append), self.loop
-        ).result()
+        asyncio.run_coroutine_threadsafe(self.services.bls(core, False, got.append), loop).result()
         return pb_response(got[-1])
 
     async def bls_async(self, request: PbRequest, decoupled: bool) -> Any:
@@ -145,14 +165,14 @@ class ThreadHost:
         return iterator
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
-        assert self.loop is not None
-        if "files" in kwargs:
-            kwargs["files"] = {k: v.hex() for k, v in kwargs["files"].items()}
         if op == "cancelled":
             return False
+        loop = self._wait_for_loop()
+        if "files" in kwargs:
+            kwargs["files"] = {k: v.hex() for k, v in kwargs["files"].items()}
         try:
             return asyncio.run_coroutine_threadsafe(
-                self.services.model_control(op, kwargs), self.loop
+                self.services.model_control(op, kwargs), loop
             ).result()
         except NaiadError as exc:
             raise TritonModelException(exc.message) from None
@@ -168,8 +188,6 @@ class ThreadHost:
 
 
 class ThreadInstance(ModelInstance):
-    is_async = True
-
     def __init__(
         self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]
     ) -> None:
@@ -178,7 +196,6 @@ class ThreadInstance(ModelInstance):
         self.name = runner.instance_name
         self._model_name = args["model_name"]
         self._version = int(args["model_version"])
-        self._executor = ThreadPoolExecutor(1, thread_name_prefix=f"naiad-py-{self.name}")
         self._aloop: asyncio.AbstractEventLoop | None = None
         _host.set_default(host)
         _host.bind(host)
@@ -192,11 +209,17 @@ class ThreadInstance(ModelInstance):
             raise Internal(python_error_text(exc)) from None
         finally:
             _host.bind(None)
+        source = Path(model_file).read_text(errors="replace")
+        self.inline_ok = not (
+            runner.async_execute or runner.decoupled or _WAITS_FOR_SERVER.search(source)
+        )
 
-    def execute_async(self, requests: list[InferenceRequest]) -> asyncio.Future[Any]:  # type: ignore[override]
-        loop = asyncio.get_running_loop()
-        self.host.loop = loop
-        return loop.run_in_executor(self._executor, self._execute, requests)
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:  # type: ignore[override]
+        try:
+            return self._execute(requests)
+        except RunOnThread:
+            self.inline_ok = False
+            raise
 
     def _execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         host, runner = self.host, self.runner
@@ -303,7 +326,6 @@ class ThreadInstance(ModelInstance):
             _host.bind(None)
         if error:
             log.error("finalize of Python model instance '%s' failed: %s", self.name, error)
-        self._executor.shutdown(wait=True)
         self.host.services.release_metrics()
         loop = self._aloop
         if loop is not None:

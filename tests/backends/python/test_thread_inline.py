@@ -1,0 +1,86 @@
+"""Thread-mode Python models run on the event loop when they are fast and cannot wait for it.
+
+Each model records the thread every completed execution ran on; the server's
+loop thread is known, so where a batch ran is evidence, not timing.
+"""
+
+from __future__ import annotations
+
+import threading
+
+import numpy as np
+from pybackend_helpers import A, B, instances
+from pybackend_models import add_sub, bls
+
+#: add_sub that records its threads; ``helper_bls`` reaches BLS through a name
+#: the source scan cannot see, as a helper module's call would.
+RECORDING = """
+import threading
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.threads = []
+
+    def execute(self, requests):
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0")
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1")
+            if {helper_bls}:
+                call = pb_utils.InferenceRequest(
+                    model_name="add_sub", requested_output_names=["OUTPUT0", "OUTPUT1"],
+                    inputs=[a, b],
+                )
+                answer = getattr(call, "ex" + "ec")()
+                out = [answer.output_tensors()[0], answer.output_tensors()[1]]
+            else:
+                x, y = a.as_numpy(), b.as_numpy()
+                out = [pb_utils.Tensor("OUTPUT0", x + y), pb_utils.Tensor("OUTPUT1", x - y)]
+            responses.append(pb_utils.InferenceResponse(out))
+        self.threads.append(threading.get_ident())
+        return responses
+"""
+
+
+def _loop_thread(server) -> int:
+    async def ident() -> int:
+        return threading.get_ident()
+
+    return server._call(ident())
+
+
+def _run(server, model: str, times: int, until_thread: int | None = None) -> list[int]:
+    threads = instances(server, model)[0].runner.model.threads
+    for _ in range(times):
+        out = server.infer(model, {"INPUT0": A, "INPUT1": B})
+        np.testing.assert_array_equal(out["OUTPUT0"], A + B)
+        np.testing.assert_array_equal(out["OUTPUT1"], A - B)
+        if threads[-1] == until_thread:
+            break
+    return threads
+
+
+def test_a_fast_model_moves_onto_the_event_loop(repo, serve):
+    add_sub(repo, "m", mode="thread", source=RECORDING.format(helper_bls=False))
+    server = serve(repo)
+    loop = _loop_thread(server)
+    # A loaded machine may need a few more executions to measure it fast.
+    threads = _run(server, "m", 200, until_thread=loop)
+    assert threads[0] != loop  # measured on its own thread first
+    assert threads[-1] == loop  # then found fast enough for the loop
+
+
+def test_a_model_that_waits_for_the_server_stays_off_the_loop(repo, serve):
+    add_sub(repo)
+    add_sub(repo, "hidden", mode="thread", source=RECORDING.format(helper_bls=True))
+    bls(repo, mode="thread")
+    server = serve(repo)
+    assert instances(server, "bls")[0].inline_ok is False  # its source calls exec()
+    threads = _run(server, "hidden", 20)
+    # The first inline attempt reached BLS on the loop: that batch ran again on
+    # the instance's thread, and the instance stays there.
+    assert _loop_thread(server) not in threads
+    assert len(threads) == 20
+    assert instances(server, "hidden")[0].inline_ok is False
