@@ -71,6 +71,11 @@ class ModelInstance(abc.ABC):
     #: :class:`RunOnThread`).
     inline_ok: ClassVar[bool] = False
 
+    #: Whether ``execute`` may wait without using the CPU (I/O, sleeps, as
+    #: Python models may): its time on its thread then counts in wall time,
+    #: so such waits never look fast enough for the event loop.
+    may_wait: ClassVar[bool] = False
+
     #: How many batches the instance accepts at once.  Above 1 for a backend
     #: that queues them itself and still runs them one after another (a Python
     #: stub process): the next batch is already there when one ends, which

@@ -17,7 +17,9 @@ An instance whose backend allows it (``ModelInstance.inline_ok``) and whose
 recent executions averaged under :data:`INLINE_MAX_NS` runs on the event
 loop; a few slow batches in a row move it back to its worker thread.  On the
 worker thread what counts is the thread's CPU time: its wall time also holds
-waits for the GIL, which say nothing about the model.
+waits for the GIL, which say nothing about the model.  Not for a model that
+may wait without computing (``ModelInstance.may_wait``): there wall time
+counts, or a model that sleeps would look fast.
 """
 
 from __future__ import annotations
@@ -205,11 +207,12 @@ class Scheduler(abc.ABC):
         self, instance: ModelInstance, batch: list[InferenceRequest]
     ) -> list[InferenceResponse]:
         """``execute`` on a worker thread, measuring the CPU it took there."""
-        start = time.thread_time_ns()
+        clock = time.monotonic_ns if instance.may_wait else time.thread_time_ns
+        start = clock()
         try:
             return instance.execute(batch)
         finally:
-            self._observe(instance, time.thread_time_ns() - start)
+            self._observe(instance, clock() - start)
 
     def _observe(self, instance: ModelInstance, elapsed_ns: int) -> None:
         key = id(instance)

@@ -16,6 +16,7 @@ from pybackend_models import add_sub, bls
 #: the source scan cannot see, as a helper module's call would.
 RECORDING = """
 import threading
+import time
 import triton_python_backend_utils as pb_utils
 
 
@@ -26,6 +27,7 @@ class TritonPythonModel:
     def execute(self, requests):
         responses = []
         for request in requests:
+            time.sleep({sleep})
             a = pb_utils.get_input_tensor_by_name(request, "INPUT0")
             b = pb_utils.get_input_tensor_by_name(request, "INPUT1")
             if {helper_bls}:
@@ -63,7 +65,7 @@ def _run(server, model: str, times: int, until_thread: int | None = None) -> lis
 
 
 def test_a_fast_model_moves_onto_the_event_loop(repo, serve):
-    add_sub(repo, "m", mode="thread", source=RECORDING.format(helper_bls=False))
+    add_sub(repo, "m", mode="thread", source=RECORDING.format(helper_bls=False, sleep=0))
     server = serve(repo)
     loop = _loop_thread(server)
     # A loaded machine may need a few more executions to measure it fast.
@@ -74,13 +76,33 @@ def test_a_fast_model_moves_onto_the_event_loop(repo, serve):
 
 def test_a_model_that_waits_for_the_server_stays_off_the_loop(repo, serve):
     add_sub(repo)
-    add_sub(repo, "hidden", mode="thread", source=RECORDING.format(helper_bls=True))
+    add_sub(repo, "hidden", mode="thread", source=RECORDING.format(helper_bls=True, sleep=0))
     bls(repo, mode="thread")
     server = serve(repo)
     assert instances(server, "bls")[0].inline_ok is False  # its source calls exec()
-    threads = _run(server, "hidden", 20)
-    # The first inline attempt reached BLS on the loop: that batch ran again on
-    # the instance's thread, and the instance stays there.
+    hidden = instances(server, "hidden")[0]
+    assert hidden.inline_ok is True  # the scan cannot see getattr(call, "ex" + "ec")
+    _run(server, "hidden", 1)
+    # Waiting for BLS makes it slow on its thread; say it was fast, so the next
+    # batch runs on the loop and reaches BLS there.
+    scheduler = server.dataplane.registry.get("hidden").scheduler
+
+    async def measured_fast() -> None:
+        scheduler._exec_ns[id(hidden)] = 0.0
+
+    server._call(measured_fast())
+    threads = _run(server, "hidden", 5)
+    # That batch ran again, from the start, on the instance's thread, which the
+    # instance keeps: every completed execution ran off the loop.
+    assert hidden.inline_ok is False
+    assert len(threads) == 6
     assert _loop_thread(server) not in threads
-    assert len(threads) == 20
-    assert instances(server, "hidden")[0].inline_ok is False
+
+
+def test_a_model_that_sleeps_is_not_mistaken_for_a_fast_one(repo, serve):
+    # Sleeping costs no CPU: measured in CPU time this model would look instant.
+    add_sub(repo, "sleepy", mode="thread", source=RECORDING.format(helper_bls=False, sleep=0.005))
+    server = serve(repo)
+    threads = _run(server, "sleepy", 15)
+    assert len(threads) == 15
+    assert _loop_thread(server) not in threads

@@ -188,6 +188,8 @@ class ThreadHost:
 
 
 class ThreadInstance(ModelInstance):
+    may_wait = True
+
     def __init__(
         self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]
     ) -> None:
