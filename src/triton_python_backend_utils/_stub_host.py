@@ -123,13 +123,15 @@ class StubHost:
             link.send(mtype, body)
         return call_id
 
+    def _start_bls(self, request: InferenceRequest, decoupled: bool, call: _Call) -> int:
+        body = {"d": decoupled, **request._bls_fields()}
+        return self._start(_wire.BLS, body, call, request._inputs)
+
     def bls(self, request: InferenceRequest, decoupled: bool) -> Any:
         call = _Call()
         if decoupled:
             call.iterator = ResponseIterator(wait=self.channel.pump_until)
-        call_id = self._start(
-            _wire.BLS, {"d": decoupled, **request._bls_fields()}, call, request._inputs
-        )
+        call_id = self._start_bls(request, decoupled, call)
         if decoupled:
             assert call.iterator is not None
             call.iterator._cancel = lambda: self._cancel(call_id)
@@ -144,9 +146,7 @@ class StubHost:
         if decoupled:
             call.iterator = ResponseIterator()
         self.channel.async_wait_begin()
-        call_id = self._start(
-            _wire.BLS, {"d": decoupled, **request._bls_fields()}, call, request._inputs
-        )
+        call_id = self._start_bls(request, decoupled, call)
         if call.iterator is not None:
             call.iterator._cancel = lambda: self._cancel(call_id)
         return await call.future

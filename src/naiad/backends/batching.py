@@ -101,9 +101,10 @@ class BatchPlan:
         self, outputs: dict[str, np.ndarray], requests: Sequence[InferenceRequest]
     ) -> list[dict[str, np.ndarray]]:
         """Per-request slices of batch outputs (views, no copies)."""
-        if (len(requests) == 1 or not self.batching) and not self.scatter:
+        whole = len(requests) == 1 or not self.batching  # one request owns each output
+        if whole and not self.scatter:
             return [outputs]
-        rows = [r.batch_size for r in requests] if self.batching else [0] * len(requests)
+        rows = [r.batch_size for r in requests]
         total = sum(rows)
         per_request: list[dict[str, np.ndarray]] = [{} for _ in requests]
         for name, array in outputs.items():
@@ -111,7 +112,7 @@ class BatchPlan:
             if source is not None:
                 self._scatter(name, array, _shapes(requests, source), per_request)
                 continue
-            if len(requests) == 1 or not self.batching:
+            if whole:
                 per_request[0][name] = array
                 continue
             if array.ndim == 0 or array.shape[0] != total:
