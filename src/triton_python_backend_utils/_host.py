@@ -23,6 +23,8 @@ class Host(Protocol):
     """The server side of one model instance, as the model's objects see it."""
 
     decoupled: bool
+    #: Whether the model may reschedule its requests (iterative sequences).
+    iterative: bool
 
     def send(
         self, request: InferenceRequest, response: InferenceResponse | None, final: bool

@@ -216,12 +216,17 @@ class InferenceRequest:
         return self._host is not None and self._host.is_cancelled(self)
 
     def set_release_flags(self, flags: int) -> None:
-        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE:
+        if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE and not (
+            self._host is not None and self._host.iterative
+        ):
             raise TritonModelException(
                 "Request is released with TRITONSERVER_REQUEST_RELEASE_RESCHEDULE, while the model "
                 "is not configured to handle such a flag."
             )
         self._release_flags = flags
+
+    def _rescheduled(self) -> bool:
+        return self._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
     def exec(self, decoupled: bool = False) -> Any:
         """Run this request on another model now; errors come back in the response."""

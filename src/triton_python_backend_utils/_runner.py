@@ -68,9 +68,17 @@ def import_model(model_file: str, version: str, isolated: bool) -> ModuleType:
 class ModelRunner:
     """One instance of a Python model."""
 
-    def __init__(self, instance_name: str, decoupled: bool, output_names: list[str]) -> None:
+    def __init__(
+        self,
+        instance_name: str,
+        decoupled: bool,
+        output_names: list[str],
+        iterative: bool = False,
+    ) -> None:
         self.instance_name = instance_name
         self.decoupled = decoupled
+        #: ``sequence_batching { iterative_sequence: true }``: requests may be rescheduled.
+        self.iterative = iterative
         self.output_names = frozenset(output_names)
         self.model: Any = None
         self.async_execute = False

@@ -34,7 +34,9 @@ class Stub:
         self.channel = channel
         self.link = channel.link
         self.init = init
-        self.runner = ModelRunner(init["instance"], init["decoupled"], init["outputs"])
+        self.runner = ModelRunner(
+            init["instance"], init["decoupled"], init["outputs"], init.get("iterative", False)
+        )
         self.host = StubHost(channel, self.runner)
         _host.set_default(self.host)
         self.model_name = init["args"]["model_name"]
@@ -139,7 +141,7 @@ class Stub:
                 runner.execute_async(requests), self._event_loop()
             )
             if runner.decoupled:
-                self._done(batch, requests, None)  # the next batch may start meanwhile
+                self._done(batch, requests, None, ran=False)  # the next batch may start meanwhile
                 future.add_done_callback(lambda f: self._after_async(None, requests, f))
             else:
                 future.add_done_callback(lambda f: self._after_async(batch, requests, f))
@@ -161,16 +163,32 @@ class Stub:
             return
         if batch is not None:
             self._done(batch, requests, result)
+        else:  # a decoupled batch, reported done when it started
+            with self.link.lock:
+                self._send_rescheduled(requests)
 
-    def _done(self, batch: int, requests: list[InferenceRequest], responses: Any) -> None:
+    def _send_rescheduled(self, requests: list[InferenceRequest]) -> None:
+        """Tell the server which requests run again; call with ``link.lock`` held."""
+        handles = [r._handle for r in requests if r._rescheduled()]
+        if handles:
+            self.link.send(_wire.RESCHEDULE, {"h": handles})
+
+    def _done(
+        self, batch: int, requests: list[InferenceRequest], responses: Any, ran: bool = True
+    ) -> None:
+        """Report the batch done; ``ran``: ``execute`` returned normally, so release flags are set."""
         link = self.link
         with link.lock:
+            if ran and self.runner.iterative:
+                self._send_rescheduled(requests)
             body: dict[str, Any] = {"b": batch}
             if responses is not None:
                 seq = link.next_seq
                 encoded: list[Any] = []
                 for request, response in zip(requests, responses, strict=True):
-                    if response is not None:
+                    if request._rescheduled():
+                        encoded.append(None)
+                    elif response is not None:
                         encoded.append(self.host.encode_response(response, request._requested, seq))
                     elif request._sender is not None and request._sender.closed:
                         encoded.append(None)
@@ -198,7 +216,7 @@ class Stub:
                         sender._closed = True
                     self.host.send_error(request, message)
             if batch is not None:
-                self._done(batch, requests, None)
+                self._done(batch, requests, None, ran=False)
             return
         with self.link.lock:
             self.link.send(_wire.EXEC_DONE, {"b": batch, "e": message})

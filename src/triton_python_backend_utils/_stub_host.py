@@ -35,6 +35,7 @@ class StubHost:
         self.link = channel.link
         self.runner = runner
         self.decoupled = runner.decoupled
+        self.iterative = runner.iterative
         self._ids = itertools.count(1)
         self._calls: dict[int, _Call] = {}
         channel.handlers[_wire.BLS_RESPONSE] = self._on_bls_response

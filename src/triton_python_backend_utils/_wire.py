@@ -37,6 +37,7 @@ READY, RESPONSE, EXEC_DONE, BLS, BLS_CANCEL, CONTROL, LOG, IS_READY_REPLY, FINAL
     29,
 )
 METRIC = 30  # custom metrics; answered with CONTROL_REPLY when it has an "i"
+RESCHEDULE = 31  # requests the model asked to run again (iterative sequences)
 # both ways
 SEGMENT, INDIRECT = 40, 41
 

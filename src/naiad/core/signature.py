@@ -66,6 +66,7 @@ class Signature:
         "platform",
         "decoupled",
         "sequence",
+        "iterative",
     )
 
     def __init__(self, config: ModelConfig) -> None:
@@ -100,3 +101,5 @@ class Signature:
         # Sequence requests need a correlation id and batch size 1.  Control and
         # state inputs are not in ``config.input``, so nobody asks clients for them.
         self.sequence = config.HasField("sequence_batching")
+        # An iterative sequence model numbers requests that come without an id.
+        self.iterative = self.sequence and config.sequence_batching.iterative_sequence

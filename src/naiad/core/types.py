@@ -248,3 +248,9 @@ class InferenceResponse:
 
 ResponseSink = Callable[[InferenceResponse], None]
 """Called once per response, on the event loop; the last one has ``final`` set."""
+
+RESCHEDULED = InferenceResponse(final=False)
+"""Not an answer: what a backend hands a request's sink when the model asked to
+run the request again (Triton's ``TRITONSERVER_REQUEST_RELEASE_RESCHEDULE``,
+iterative sequences only).  The sequence batcher takes it and queues the
+request anew; nothing else ever sees it."""

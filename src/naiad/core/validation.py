@@ -129,7 +129,7 @@ def validate_request(
     else:
         request.batch_size = 1
     if signature.sequence:
-        _check_sequence(request, model_name)
+        _check_sequence(request, model_name, needs_id=not signature.iterative)
     outputs = signature.outputs
     for wanted in request.outputs:
         if wanted.name not in outputs:
@@ -138,14 +138,14 @@ def validate_request(
             )
 
 
-def _check_sequence(request: InferenceRequest, model_name: str) -> None:
+def _check_sequence(request: InferenceRequest, model_name: str, needs_id: bool) -> None:
     """What the sequence batcher requires, checked before the request is queued (Triton's words)."""
     if request.batch_size != 1:
         raise InvalidArgument(
             f"inference request to model '{model_name}' must specify batch-size 1 due to "
             "requirements of sequence batcher"
         )
-    if not request.correlation_id:
+    if needs_id and not request.correlation_id:
         raise InvalidArgument(
             f"inference request to model '{model_name}' must specify a non-zero or non-empty "
             "correlation ID"

@@ -8,6 +8,12 @@ previous request left.  The END request frees the slot; so does a sequence
 left idle longer than ``max_sequence_idle_microseconds``, after which its
 next request is refused for lack of START, as in Triton.
 
+With ``iterative_sequence`` a sequence is one request that the model runs
+again and again (``set_release_flags(RESCHEDULE)``, e.g. one decoding step
+per execution), keeping its slot in between: a request without a correlation
+id gets one of its own and START; a rescheduled request goes back to its
+sequence without flags; its final response ends the sequence.
+
 The core has already checked that the request has a correlation id and a
 batch size of 1 (``naiad.core.validation``).  Batches are formed per
 instance by the strategy (``sequence_batches``); the rest - running
@@ -17,6 +23,7 @@ batches, rate-limiter slots, completion - is the base scheduler's.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -25,7 +32,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from naiad.core.errors import InvalidArgument, NaiadError
-from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, RequestedOutput
+from naiad.core.types import (
+    RESCHEDULED,
+    InferenceRequest,
+    InferenceResponse,
+    InferInput,
+    RequestedOutput,
+)
 from naiad.scheduling.base import Scheduler
 from naiad.scheduling.sequence_batches import DirectPolicy, OldestPolicy, Rows
 from naiad.scheduling.sequence_controls import (
@@ -68,6 +81,8 @@ class SequenceBatcher(Scheduler):
         super().__init__(*args, **kwargs)
         sequencing = config.sequence_batching
         self.model = config.name
+        self.iterative = sequencing.iterative_sequence
+        self._auto_ids = itertools.count(1)
         self.batching = config.max_batch_size > 0
         self.controls = controls_from_config(config)
         self.states = states_from_config(config, model_dir)
@@ -103,15 +118,15 @@ class SequenceBatcher(Scheduler):
 
     def enqueue(self, request: InferenceRequest) -> None:
         self.in_flight += 1
+        if self.iterative and not request.correlation_id:
+            request.correlation_id = next(self._auto_ids)
+            request.sequence_start = True
         cid = request.correlation_id
         sequence = self._by_id.get(cid)
         try:
             check_correlation_id(self.controls, request, self.model)
             if sequence is None and not request.sequence_start:
-                raise InvalidArgument(
-                    f"inference request for sequence {cid} to model '{self.model}' must "
-                    "specify the START flag on the first request of the sequence"
-                )
+                raise self._no_start(cid)
         except NaiadError as exc:
             self._answer(request, InferenceResponse(error=exc))
             return
@@ -124,7 +139,7 @@ class SequenceBatcher(Scheduler):
             del self._by_id[cid]  # a later request of this id must START again
         sink = request.response_sink
         assert sink is not None
-        request.response_sink = self._sink(sequence, sink)
+        request.response_sink = self._sink(sequence, request, sink)
         if request.outputs and self.states:
             asked = {o.name for o in request.outputs}
             request.outputs.extend(
@@ -134,23 +149,65 @@ class SequenceBatcher(Scheduler):
         sequence.last_ns = now
         self.pump()
 
-    def _sink(self, sequence: Sequence, deliver: ResponseSink) -> ResponseSink:
+    def _sink(
+        self, sequence: Sequence, request: InferenceRequest, deliver: ResponseSink
+    ) -> ResponseSink:
         states, public = self.states, self.public_outputs
+        inputs = request.inputs  # as the client sent them, before controls and state
 
         def sink(response: InferenceResponse) -> None:
+            if response is RESCHEDULED:
+                self._requeue(sequence, request, inputs)
+                return
             if states and response.error is None:
                 take_state(states, response, sequence.state, public)
             if response.final:
                 sequence.busy = False
                 sequence.last_ns = self._clock()
+                if self.iterative and not request.sequence_end and not sequence.pending:
+                    self._end(sequence)
             deliver(response)
             if response.final:
                 self._arm_reaper()
-                if not self._pump_soon and not self._closed:
-                    self._pump_soon = True
-                    self._loop.call_soon(self._pump_later)
+                self._pump_next()
 
         return sink
+
+    def _requeue(
+        self, sequence: Sequence, request: InferenceRequest, inputs: list[InferInput]
+    ) -> None:
+        """Queue a rescheduled request again, first in its sequence and without flags."""
+        sequence.busy = False
+        sequence.last_ns = self._clock()
+        if self._by_id.get(sequence.cid) is not sequence:  # its END already freed the slot
+            self._answer(request, InferenceResponse(error=self._no_start(sequence.cid)))
+            return
+        now = time.monotonic_ns()  # the core's clock, as run_batch and the statistics use
+        # Triton counts every execution of the request as a success.
+        self.stats.record_success(now - request.arrival_ns, request.queue_ns)
+        request.inputs = inputs
+        request.sequence_start = request.sequence_end = False
+        request.queue_start_ns = now
+        self.stats.pending += 1  # leaves the queue again when it next runs
+        sequence.pending.appendleft(request)
+        self._pump_next()
+
+    def _no_start(self, cid: CorrelationId) -> InvalidArgument:
+        return InvalidArgument(
+            f"inference request for sequence {cid} to model '{self.model}' must "
+            "specify the START flag on the first request of the sequence"
+        )
+
+    def _end(self, sequence: Sequence) -> None:
+        """An iterative sequence is over with its request's final response."""
+        if self._by_id.get(sequence.cid) is sequence:
+            del self._by_id[sequence.cid]
+        self.table.release(sequence)
+
+    def _pump_next(self) -> None:
+        if not self._pump_soon and not self._closed:
+            self._pump_soon = True
+            self._loop.call_soon(self._pump_later)
 
     def _pump_later(self) -> None:
         self._pump_soon = False

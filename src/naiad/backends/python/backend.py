@@ -98,6 +98,7 @@ class PythonBackend(Backend):
             config.HasField("model_transaction_policy")
             and config.model_transaction_policy.decoupled
         )
+        iterative = config.sequence_batching.iterative_sequence
         # Implicit-state outputs are produced by the model like any output; the
         # sequence batcher takes them out of the response.
         outputs = [o.name for o in config.output] + [
@@ -117,12 +118,13 @@ class PythonBackend(Backend):
             "execution-mode", "process"
         )
         if mode == "thread":
-            runner = ModelRunner(spec.name, decoupled, outputs)
+            runner = ModelRunner(spec.name, decoupled, outputs, iterative)
             return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)
         segment_bytes = int(ctx.options.get("shm-default-byte-size", 1 << 20))
         init = {
             "instance": spec.name,
             "decoupled": decoupled,
+            "iterative": iterative,
             "outputs": outputs,
             "model_file": str(model_file),
             "version": str(ctx.version),

@@ -19,7 +19,7 @@ from typing import Any
 from naiad.backends.python import convert
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
-from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.core.types import RESCHEDULED, InferenceRequest, InferenceResponse
 from triton_python_backend_utils import _wire
 from triton_python_backend_utils._arena import Segment
 from triton_python_backend_utils._link import Link
@@ -106,6 +106,7 @@ class StubConnection:
         self._handlers: dict[int, Callable[[Any], None]] = {
             _wire.EXEC_DONE: self._on_exec_done,
             _wire.RESPONSE: self._on_response,
+            _wire.RESCHEDULE: self._on_reschedule,
             _wire.BLS: self._on_bls,
             _wire.BLS_CANCEL: self._on_bls_cancel,
             _wire.CONTROL: self._on_control,
@@ -216,6 +217,21 @@ class StubConnection:
         sink = entry.request.response_sink
         assert sink is not None
         sink(response)
+
+    def _on_reschedule(self, body: dict[str, Any]) -> None:
+        """The model will run these requests again: no response now, the scheduler requeues."""
+        for handle in body["h"]:
+            entry = self._live.get(handle)
+            if entry is None:
+                continue
+            if not self.decoupled:
+                entry.held = RESCHEDULED  # stands in for the response in EXEC_DONE
+                continue
+            del self._live[handle]
+            self._release(entry)
+            sink = entry.request.response_sink
+            assert sink is not None
+            sink(RESCHEDULED)
 
     # -- calls from the model ---------------------------------------------------------
 

@@ -30,7 +30,13 @@ from naiad.backends.python.connection import on_log
 from naiad.backends.python.services import Services
 from naiad.core import datatypes
 from naiad.core.errors import Internal, NaiadError
-from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, OutputTensor
+from naiad.core.types import (
+    RESCHEDULED,
+    InferenceRequest,
+    InferenceResponse,
+    InferInput,
+    OutputTensor,
+)
 from triton_python_backend_utils import _host
 from triton_python_backend_utils._errors import TritonError, TritonModelException
 from triton_python_backend_utils._request import InferenceRequest as PbRequest
@@ -96,6 +102,7 @@ class ThreadHost:
         self.runner = runner
         self.services = services
         self.decoupled = runner.decoupled
+        self.iterative = runner.iterative
         self.loop: asyncio.AbstractEventLoop | None = services.dataplane.event_loop
 
     def _wait_for_loop(self) -> asyncio.AbstractEventLoop:
@@ -120,6 +127,14 @@ class ThreadHost:
             return
         assert self.loop is not None and core.response_sink is not None
         self.loop.call_soon_threadsafe(core.response_sink, answer)
+
+    def reschedule(self, requests: list[PbRequest]) -> None:
+        """Hand back the decoupled requests the model will run again."""
+        assert self.loop is not None
+        for request in requests:
+            if request._rescheduled():
+                sink = request._core.response_sink  # type: ignore[attr-defined]
+                self.loop.call_soon_threadsafe(sink, RESCHEDULED)
 
     def is_cancelled(self, request: PbRequest) -> bool:
         return bool(request._core.cancelled)  # type: ignore[attr-defined]
@@ -271,13 +286,17 @@ class ThreadInstance(ModelInstance):
         finally:
             _host.bind(None)
         if checked is None:
+            if runner.iterative:
+                host.reschedule(pb)
             return None
         out = []
         unanswered = runner.failed(
             "execute returned None for a request that was not answered through its response sender."
         )
         for req, response in zip(pb, checked, strict=True):
-            if response is not None:
+            if req._rescheduled():
+                out.append(RESCHEDULED)
+            elif response is not None:
                 out.append(core_response(runner, response, req._requested))
             else:
                 held = getattr(req, "_held", None)
@@ -291,6 +310,8 @@ class ThreadInstance(ModelInstance):
             self._fail(pb, str(exc))
         except Exception as exc:
             self._fail(pb, self.runner.failed(str(exc)))
+        else:
+            self.host.reschedule(pb)
 
     def _fail(self, pb: list[PbRequest], message: str) -> None:
         if not self.runner.decoupled:
