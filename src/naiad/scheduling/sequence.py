@@ -14,8 +14,8 @@ per execution), keeping its slot in between: a request without a correlation
 id gets one of its own and START; a rescheduled request goes back to its
 sequence without flags; its final response ends the sequence.
 
-The core has already checked that the request has a correlation id and a
-batch size of 1 (``naiad.core.validation``).  Batches are formed per
+The core has already checked that the request has a batch size of 1 and,
+unless the sequences are iterative, a correlation id (``naiad.core.validation``).  Batches are formed per
 instance by the strategy (``sequence_batches``); the rest - running
 batches, rate-limiter slots, completion - is the base scheduler's.
 """
