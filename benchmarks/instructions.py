@@ -1,0 +1,216 @@
+"""Instructions per request, counted by callgrind: a cost the machine's noise does not move.
+
+Throughput on a shared VM moves by tens of percent from hour to hour;
+callgrind counts the instructions a piece of code executes, the same on a
+busy machine as on an idle one.  Each target drives one request path
+in-process, with no sockets, under ``valgrind --tool=callgrind``; counting is
+switched on (``callgrind_control -i on``) after a warm-up and off after the
+measured requests:
+
+* ``naiad-http``: a binary-tensor ``/infer`` request through naiad's HTTP
+  protocol handler (parse, decode, validate, schedule, ONNX Runtime, encode)
+  into a transport that only counts writes;
+* ``naiad-core``: the protocol-neutral part alone (``DataPlane.infer`` with
+  the request already built, as the frontends hand it over);
+* ``bare-http``: the bare httptools server of ``bare_servers.py``, for scale.
+
+The model is ``http_bench.py``'s ONNX identity.  Under valgrind every model
+is slow, so the scheduler runs it on the instance's thread rather than on the
+event loop as it would a fast model: the count includes that hand-off.  Use
+it to compare two versions of the hot path; it includes the Python
+interpreter's work, so compare like with like (same Python, same packages).
+
+    python benchmarks/instructions.py [--requests 500] [--targets naiad-http naiad-core bare-http]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+from common import ROOT
+
+TARGETS = ("naiad-http", "naiad-core", "bare-http")
+WARMUP = 50
+
+
+def _http_request() -> bytes:
+    header = json.dumps(
+        {
+            "inputs": [
+                {
+                    "name": "INPUT0",
+                    "shape": [1, 16],
+                    "datatype": "FP32",
+                    "parameters": {"binary_data_size": 64},
+                }
+            ],
+            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+        }
+    ).encode()
+    body = header + np.arange(16, dtype=np.float32).tobytes()
+    return (
+        b"POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: localhost\r\n"
+        b"Content-Type: application/octet-stream\r\n"
+        b"Inference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
+        % (len(header), len(body))
+    ) + body
+
+
+class CountingTransport:
+    """Takes what a protocol writes and counts it; the rest of a transport does nothing."""
+
+    def __init__(self) -> None:
+        self.writes = 0
+        self.written: asyncio.Future[None] | None = None
+
+    def write(self, data: bytes) -> None:
+        self.writes += 1
+        if self.written is not None and not self.written.done():
+            self.written.set_result(None)
+
+    def writelines(self, data: Any) -> None:
+        self.write(b"")
+
+    def is_closing(self) -> bool:
+        return False
+
+    def get_extra_info(self, name: str, default: Any = None) -> Any:
+        return default
+
+    def pause_reading(self) -> None: ...
+
+    def resume_reading(self) -> None: ...
+
+    def close(self) -> None: ...
+
+    def abort(self) -> None: ...
+
+
+def _count(on: bool) -> None:
+    subprocess.run(
+        ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
+        check=True,
+        capture_output=True,
+    )
+
+
+async def _drive_protocol(protocol: Any, requests: int) -> int:
+    """Feed ``requests`` requests one at a time; each is answered before the next.
+
+    A request answered later (its batch ran on the instance's thread) is
+    awaited, not polled, so the count does not depend on how long it took.
+    """
+    loop = asyncio.get_running_loop()
+    transport = CountingTransport()
+    protocol.connection_made(transport)
+    data = _http_request()
+    for n in range(WARMUP + requests):
+        if n == WARMUP:
+            _count(True)
+        before = transport.writes
+        transport.written = loop.create_future()
+        protocol.data_received(data)
+        if transport.writes == before:
+            await transport.written
+    _count(False)
+    return transport.writes
+
+
+async def _inner(target: str, repo: Path, requests: int) -> None:
+    if target == "bare-http":
+        from bare_servers import BareHttp
+
+        writes = await _drive_protocol(BareHttp(), requests)
+        print(f"answered {writes}", flush=True)
+        return
+    from naiad import Server
+    from naiad.core import datatypes
+    from naiad.core.types import InferenceRequest, InferInput
+    from naiad.frontends.http.protocol import HttpConnection
+
+    # No metrics: their poller runs on a timer, and under valgrind a timer fires
+    # ever more often per request, which would make the count depend on speed.
+    server = Server(
+        model_repository=repo,
+        http_port=0 if target == "naiad-http" else None,
+        allow_metrics=False,
+        allow_cpu_metrics=False,
+        allow_gpu_metrics=False,
+    )
+    await server.start_async()
+    try:
+        if target == "naiad-http":
+            writes = await _drive_protocol(HttpConnection(server.frontends["http"]), requests)
+        else:
+            data = np.arange(16, dtype=np.float32).reshape(1, 16)
+            writes = 0
+            for n in range(WARMUP + requests):
+                if n == WARMUP:
+                    _count(True)
+                tensor = InferInput("INPUT0", datatypes.FP32, (1, 16), data)
+                await server.dataplane.infer(InferenceRequest("identity_fp32", [tensor]))
+                writes += 1
+            _count(False)
+        print(f"answered {writes}", flush=True)
+    finally:
+        await server.stop_async()
+
+
+def _measure(target: str, repo: Path, requests: int, out: Path) -> float:
+    command = [
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+        sys.executable, __file__, "--inner", target, "--repo", str(repo),
+        "--requests", str(requests),
+    ]  # fmt: skip
+    path = [str(ROOT / "src"), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    answered = re.search(r"answered (\d+)", done.stdout)
+    collected = re.search(r"Collected : (\d+)", done.stderr)
+    if done.returncode != 0 or answered is None or collected is None:
+        raise RuntimeError(f"{target} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
+    if int(answered.group(1)) != WARMUP + requests:
+        raise RuntimeError(f"{target} answered {answered.group(1)} of {WARMUP + requests}")
+    return int(collected.group(1)) / requests
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--requests", type=int, default=500)
+    parser.add_argument("--targets", nargs="+", choices=TARGETS, default=list(TARGETS))
+    parser.add_argument("--inner", choices=TARGETS, help=argparse.SUPPRESS)
+    parser.add_argument("--repo", type=Path, help=argparse.SUPPRESS)
+    args = parser.parse_args()
+    if args.inner:
+        import uvloop
+
+        uvloop.run(_inner(args.inner, args.repo, args.requests))
+        return 0
+    if shutil.which("valgrind") is None or shutil.which("callgrind_control") is None:
+        print("valgrind (with callgrind_control) is not installed")
+        return 2
+    from http_bench import build_repositories
+
+    with tempfile.TemporaryDirectory(prefix="naiad-instructions-") as tmp:
+        naiad_repo, _ = build_repositories(Path(tmp))
+        print("| target | instructions per request |")
+        print("|---|---|")
+        for target in args.targets:
+            per = _measure(target, naiad_repo, args.requests, Path(tmp) / f"{target}.out")
+            print(f"| {target} | {per / 1000:.0f}k |", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
