@@ -21,6 +21,7 @@ import struct
 import sys
 from typing import Any
 
+import httptools
 import uvloop
 
 from naiad.config import model_config_pb2 as mc
@@ -83,8 +84,6 @@ class BareHttp(asyncio.Protocol):
     ).encode()
 
     def connection_made(self, transport: Any) -> None:
-        import httptools
-
         self.transport = transport
         self.parser = httptools.HttpRequestParser(self)
         self.url = b""
