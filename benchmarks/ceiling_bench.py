@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import argparse
 import importlib.util
-import os
 import socket
 import subprocess
 import sys
@@ -29,8 +28,8 @@ import time
 from pathlib import Path
 
 from common import (
-    ROOT,
     TRITONSERVER,
+    checkout_env,
     free_port,
     median,
     perf,
@@ -46,11 +45,9 @@ BARE = Path(__file__).with_name("bare_servers.py")
 
 
 def start_bare(kind: str, port: int, log: Path) -> subprocess.Popen:
-    path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
     return subprocess.Popen(
         [sys.executable, str(BARE), kind, str(port)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env=checkout_env(),
     )  # fmt: skip
 
 

@@ -94,10 +94,15 @@ def _wait_grpc(port: int, proc: subprocess.Popen, timeout: float) -> None:
     raise RuntimeError(f"server on port {port} not ready after {timeout}s")
 
 
+def checkout_env() -> dict[str, str]:
+    """The environment for a subprocess that imports this checkout's naiad."""
+    path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
+    return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+
+
 def start_naiad(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
     """naiad (this checkout's) in a subprocess with only the ``protocol`` frontend on ``port``."""
-    path = [str(ROOT / "src"), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
+    env = checkout_env()
     return subprocess.Popen(
         [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol],
         stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,

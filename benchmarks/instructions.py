@@ -38,7 +38,7 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
-from common import ROOT
+from common import checkout_env
 
 TARGETS = ("naiad-http", "naiad-core", "bare-http")
 WARMUP = 50
@@ -173,9 +173,8 @@ def _measure(target: str, repo: Path, requests: int, out: Path) -> float:
         sys.executable, __file__, "--inner", target, "--repo", str(repo),
         "--requests", str(requests),
     ]  # fmt: skip
-    path = [str(ROOT / "src"), str(Path(__file__).parent), os.environ.get("PYTHONPATH", "")]
-    env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
-    done = subprocess.run(command, capture_output=True, text=True, env=env, timeout=1800)
+    # The script's own folder is on sys.path already (common, bare_servers).
+    done = subprocess.run(command, capture_output=True, text=True, env=checkout_env(), timeout=1800)
     answered = re.search(r"answered (\d+)", done.stdout)
     collected = re.search(r"Collected : (\d+)", done.stderr)
     if done.returncode != 0 or answered is None or collected is None:
