@@ -219,7 +219,11 @@ class OnnxRuntimeInstance(ModelInstance):
                 + ", ".join(sorted(model_inputs))
             )
         self.output_names = names
-        self.output_types = {n: ORT_TYPES.get(model_outputs[n].type, datatypes.FP32) for n in names}
+        #: (name, datatype, is BYTES) of each output, in the order ``run`` returns them.
+        self._output_specs: list[tuple[str, datatypes.DataType, bool]] = []
+        for name in names:
+            dt = ORT_TYPES.get(model_outputs[name].type, datatypes.FP32)
+            self._output_specs.append((name, dt, dt.is_bytes))
         self.string_inputs = {
             i.name for i in self.session.get_inputs() if i.type == "tensor(string)"
         }
@@ -240,10 +244,9 @@ class OnnxRuntimeInstance(ModelInstance):
         responses: list[InferenceResponse] = []
         for produced in self.plan.split(arrays, requests):
             outputs = []
-            for name in self.output_names:
+            for name, dt, is_bytes in self._output_specs:
                 array = produced[name]
-                dt = self.output_types[name]
-                if dt.is_bytes:
+                if is_bytes:
                     array = _from_ort_strings(array)
                 outputs.append(OutputTensor(name, dt, array.shape, array))
             responses.append(InferenceResponse(outputs=outputs))

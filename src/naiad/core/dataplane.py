@@ -239,6 +239,8 @@ class DataPlane:
             # not started is dropped by the scheduler.
             request.cancelled = True
             raise
+        # The sink holds the request: a cycle only the garbage collector would free.
+        request.response_sink = None
         if response.error is not None:
             raise response.error
         return response
@@ -260,9 +262,11 @@ class DataPlane:
         try:
             while True:
                 response = await queue.get()
-                yield response
                 if response.final:
+                    request.response_sink = None  # a cycle through the request, as in infer
+                    yield response
                     return
+                yield response
         finally:
             request.cancelled = True
 

@@ -8,6 +8,7 @@ numpy as ``object`` arrays of ``bytes``; on the wire every element is a
 
 from __future__ import annotations
 
+import math
 import struct
 from dataclasses import dataclass
 
@@ -146,7 +147,4 @@ def byte_size(datatype: DataType, shape: tuple[int, ...] | list[int]) -> int:
 
 
 def element_count(shape: tuple[int, ...] | list[int]) -> int:
-    n = 1
-    for d in shape:
-        n *= d
-    return n
+    return math.prod(shape)

@@ -157,19 +157,36 @@ class ModelStats:
         self.last_compute = (input_ns, infer_ns, output_ns)
         if self.latency is not None:
             self.latency.on_compute(input_ns, infer_ns, output_ns, request_count)
-        self.compute_input.add(input_ns * request_count, request_count)
-        self.compute_infer.add(infer_ns * request_count, request_count)
-        self.compute_output.add(output_ns * request_count, request_count)
-        stats = self.batches.get(batch_size)
-        if stats is None:
-            stats = self.batches[batch_size] = BatchStats()
-        stats.compute_input.add(input_ns)
-        stats.compute_infer.add(infer_ns)
-        stats.compute_output.add(output_ns)
+        # On every execution: the additions are spelled out rather than Duration.add calls.
+        d = self.compute_input
+        d.count += request_count
+        d.ns += input_ns * request_count
+        d = self.compute_infer
+        d.count += request_count
+        d.ns += infer_ns * request_count
+        d = self.compute_output
+        d.count += request_count
+        d.ns += output_ns * request_count
+        batch = self.batches.get(batch_size)
+        if batch is None:
+            batch = self.batches[batch_size] = BatchStats()
+        d = batch.compute_input
+        d.count += 1
+        d.ns += input_ns
+        d = batch.compute_infer
+        d.count += 1
+        d.ns += infer_ns
+        d = batch.compute_output
+        d.count += 1
+        d.ns += output_ns
 
     def record_success(self, request_ns: int, queue_ns: int) -> None:
-        self.success.add(request_ns)
-        self.queue.add(queue_ns)
+        d = self.success
+        d.count += 1
+        d.ns += request_ns
+        d = self.queue
+        d.count += 1
+        d.ns += queue_ns
         self.last_inference_ms = time.time_ns() // 1_000_000
         if self.latency is not None:
             self.latency.on_success(request_ns, queue_ns)

@@ -99,13 +99,13 @@ def validate_request(
                     f"{_prefix(request)}input '{tensor.name}' batch size does not match "
                     f"other inputs for '{model_name}'"
                 )
-            if not _matches(spec.dims, shape[1:]):
+            if shape[1:] != spec.dims and not _matches(spec.dims, shape[1:]):
                 raise InvalidArgument(
                     f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
                     f"'{model_name}'. Expected {_dims_str((-1,) + spec.dims)}, got "
                     f"{_dims_str(shape)}. {_BATCH_NOTE}"
                 )
-        elif not _matches(spec.dims, shape):
+        elif shape != spec.dims and not _matches(spec.dims, shape):
             raise InvalidArgument(
                 f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
                 f"'{model_name}'. Expected {_dims_str(spec.dims)}, got {_dims_str(shape)}"

@@ -157,6 +157,33 @@ def test_response_framing(conn: http.client.HTTPConnection) -> None:
     assert np.frombuffer(data[length:], np.float32).tolist() == X.reshape(-1).tolist()
 
 
+def test_json_corner_cases(conn: http.client.HTTPConnection) -> None:
+    """Non-finite floats travel as Triton writes and reads them (NaN, Infinity); a non-ASCII
+    id comes back as sent."""
+    x = X.copy()
+    x[0, 1], x[0, 2], x[0, 3] = np.nan, np.inf, -np.inf
+    body, headers = infer_body(
+        [("INPUT0", "FP32", [1, 16], x)],
+        outputs=[{"name": "OUTPUT0", "parameters": {"binary_data": False}}],
+    )
+    status, _, data = request(conn, "POST", INFER, body, headers)
+    assert status == 200, data
+    assert b"[0.0,NaN,Infinity,-Infinity,4.0," in data
+    doc = {
+        "id": "caf\u00e9 \u2603",
+        "inputs": [
+            {"name": "INPUT0", "datatype": "FP32", "shape": [1, 16],
+             "data": [float("nan")] + list(range(1, 16))},
+        ],
+    }  # fmt: skip
+    status, _, data = request(conn, "POST", INFER, json.dumps(doc).encode(), {})
+    assert status == 200, data
+    answer = json.loads(data)
+    assert answer["id"] == "caf\u00e9 \u2603"
+    assert np.isnan(answer["outputs"][0]["data"][0])
+    assert answer["outputs"][0]["data"][1:] == list(range(1, 16))
+
+
 def test_raw_binary_request(conn: http.client.HTTPConnection) -> None:
     values = np.array([1, 2, 3, 4], np.float32)
     headers = {"Inference-Header-Content-Length": "0"}

@@ -1,7 +1,7 @@
 """Encoding core inference responses as Triton's JSON or JSON+binary body (rest.md §5.8).
 
 Binary outputs are handed to the transport as memoryviews over the output
-arrays (no copy); the JSON header is built with one ``json.dumps``.
+arrays (no copy); the JSON header is built with one ``dumps`` (orjson).
 """
 
 from __future__ import annotations
@@ -10,6 +10,7 @@ import json
 from typing import Any
 
 import numpy as np
+import orjson
 
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument
@@ -29,8 +30,11 @@ _dumps = json.JSONEncoder(separators=(",", ":"), default=_default).encode
 
 
 def dumps(obj: Any) -> bytes:
-    """Compact JSON bytes (ASCII, so the length in bytes is the length in chars)."""
-    return _dumps(obj).encode()
+    """Compact UTF-8 JSON bytes."""
+    try:
+        return orjson.dumps(obj, default=_default, option=orjson.OPT_NON_STR_KEYS)
+    except TypeError:  # integers beyond 64 bits, which the standard library writes
+        return _dumps(obj).encode()
 
 
 def tensor_binary(tensor: OutputTensor) -> Blob:
@@ -56,6 +60,9 @@ def tensor_json(tensor: OutputTensor) -> list[Any]:
             "format for output"
         )
     flat = data.reshape(-1)
+    if flat.dtype.kind == "f" and not np.isfinite(flat).all():
+        # As the standard library writes them (NaN, Infinity), not as orjson's null.
+        return orjson.Fragment(_dumps(flat.tolist()))  # type: ignore[return-value]
     if dt.is_bytes:
         return [
             x.decode("utf-8", "replace") if isinstance(x, (bytes, bytearray)) else str(x)
