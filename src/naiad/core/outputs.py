@@ -14,7 +14,13 @@ import numpy as np
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument
 from naiad.core.signature import Signature
-from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor, SharedMemoryRef
+from naiad.core.types import (
+    InferenceRequest,
+    InferenceResponse,
+    OutputTensor,
+    RequestedOutput,
+    SharedMemoryRef,
+)
 
 ShmWriter = Callable[[SharedMemoryRef, OutputTensor], None]
 
@@ -31,7 +37,7 @@ def finish_response(
         return
     outputs = response.outputs
     wanted = request.outputs
-    if wanted:
+    if wanted and not _plain_match(wanted, outputs):
         by_name = {o.name: o for o in outputs}
         kept: list[OutputTensor] = []
         for requested in wanted:
@@ -62,6 +68,19 @@ def finish_response(
         spec = specs.get(tensor.name)
         if spec is not None and spec.reshape is not None and tensor.data is not None:
             _undo_reshape(tensor, spec.dims, signature.max_batch_size > 0)
+
+
+def _plain_match(wanted: list[RequestedOutput], outputs: list[OutputTensor]) -> bool:
+    """Whether the request asked for exactly the produced outputs, in their order, as they are.
+
+    The common case (perf_analyzer and most clients name every output): nothing to filter.
+    """
+    if len(wanted) != len(outputs):
+        return False
+    for requested, tensor in zip(wanted, outputs, strict=True):
+        if requested.name != tensor.name or requested.classification or requested.shm is not None:
+            return False
+    return True
 
 
 def _undo_reshape(tensor: OutputTensor, dims: tuple[int, ...], batching: bool) -> None:

@@ -224,19 +224,20 @@ class Scheduler(abc.ABC):
     def _run_inline(
         self, instance: ModelInstance, batch: list[InferenceRequest], start_ns: int
     ) -> None:
-        future: asyncio.Future = self._loop.create_future()
         start = time.monotonic_ns()
+        responses = None
+        error: NaiadError | None = None
         try:
-            future.set_result(instance.execute(batch))
+            responses = instance.execute(batch)
         except RunOnThread:
             self._run_on_thread(instance, batch, start_ns)
             return
-        except Exception as exc:  # handed to _batch_done like a thread's failure
-            future.set_exception(exc)
+        except Exception as exc:
+            error = _as_error(exc)
         # Wall time here (a cheap clock); clamped, so one preemption of the
         # process cannot send the instance back to its thread on its own.
         self._observe(instance, min(time.monotonic_ns() - start, 2 * INLINE_MAX_NS))
-        self._batch_done(future, instance, batch, start_ns)
+        self._finish_batch(instance, batch, start_ns, responses, error)
 
     def _batch_done(
         self,
@@ -245,18 +246,27 @@ class Scheduler(abc.ABC):
         batch: list[InferenceRequest],
         start_ns: int,
     ) -> None:
-        elapsed = time.monotonic_ns() - start_ns
-        error: NaiadError | None = None
         responses = None
+        error: NaiadError | None = None
         try:
             responses = future.result()
-        except NaiadError as exc:
-            error = exc
-        except Exception as exc:  # a backend bug must not take the server down
-            error = Internal(f"{type(exc).__name__}: {exc}")
+        except Exception as exc:
+            error = _as_error(exc)
+        self._finish_batch(instance, batch, start_ns, responses, error)
+
+    def _finish_batch(
+        self,
+        instance: ModelInstance,
+        batch: list[InferenceRequest],
+        start_ns: int,
+        responses: list[InferenceResponse | None] | None,
+        error: NaiadError | None,
+    ) -> None:
+        """Answer every request of a batch that ran (or failed) and free its instance."""
+        elapsed = time.monotonic_ns() - start_ns
         if error is None:
             timings = instance.compute_ns or (0, elapsed, 0)
-            rows = sum(r.batch_size for r in batch)
+            rows = batch[0].batch_size if len(batch) == 1 else sum(r.batch_size for r in batch)
             self.stats.record_execution(rows, len(batch), *timings)
             if not self.decoupled or responses is not None:
                 if responses is None or len(responses) != len(batch):
@@ -292,3 +302,10 @@ class Scheduler(abc.ABC):
         self._release(instance)
         if not self._closed:
             self.pump()
+
+
+def _as_error(exc: Exception) -> NaiadError:
+    """What a batch's requests are answered with when ``execute`` raised ``exc``."""
+    if isinstance(exc, NaiadError):
+        return exc
+    return Internal(f"{type(exc).__name__}: {exc}")  # a backend bug must not take the server down

@@ -158,7 +158,8 @@ def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset
         raise InvalidArgument(f"unable to parse 'datatype' of input '{name}'")
     dt = datatypes.from_name(dt_name)
     shape = item.get("shape")
-    if not isinstance(shape, list) or not all(_is_dim(d) for d in shape):
+    # type() rather than isinstance(): JSON true/false are not dimensions.
+    if not isinstance(shape, list) or not all(type(d) is int and d >= 0 for d in shape):
         raise InvalidArgument(
             f"unable to parse 'shape' of input '{name}': expected non-negative integers"
         )
@@ -200,10 +201,6 @@ def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset
         tensor.data = json_to_array(item["data"], dt, count, name)
     request.inputs.append(tensor)
     return offset
-
-
-def _is_dim(d: Any) -> bool:
-    return isinstance(d, int) and not isinstance(d, bool) and d >= 0
 
 
 def _output(item: Any) -> RequestedOutput:
