@@ -44,6 +44,8 @@ SEGMENT, INDIRECT = 40, 41
 HEADER = struct.Struct("<BQ")
 MAX_FRAME = 60 * 1024
 _ANC = socket.CMSG_SPACE(4 * 4)
+# A plain int: testing a flag against socket.MSG_TRUNC (an IntFlag) runs enum code per frame.
+_MSG_TRUNC = int(socket.MSG_TRUNC)
 MARSHAL_VERSION = 4
 _dumps = marshal.dumps
 _loads = marshal.loads
@@ -62,7 +64,7 @@ def recv_frame(sock: socket.socket) -> tuple[bytes, list[int]]:
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
             fds.extend(struct.unpack(f"{len(payload) // 4}i", payload[: len(payload) // 4 * 4]))
-    if flags & socket.MSG_TRUNC:
+    if flags & _MSG_TRUNC:
         raise OSError("stub protocol frame truncated")
     return data, fds
 
