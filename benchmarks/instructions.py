@@ -10,17 +10,22 @@ measured requests:
 * ``naiad-http``: a binary-tensor ``/infer`` request through naiad's HTTP
   protocol handler (parse, decode, validate, schedule, ONNX Runtime, encode)
   into a transport that only counts writes;
+* ``naiad-grpc``: a ``ModelInfer`` rpc through the handler naiad registers
+  with ``grpc.aio``, called as grpc.aio calls it: the request deserializer
+  over the wire bytes, the coroutine with a servicer context, the response
+  serializer (grpc's own transport and call machinery are not counted);
 * ``naiad-core``: the protocol-neutral part alone (``DataPlane.infer`` with
   the request already built, as the frontends hand it over);
 * ``bare-http``: the bare httptools server of ``bare_servers.py``, for scale.
 
 The model is ``http_bench.py``'s ONNX identity.  Under valgrind every model
-is slow, so the scheduler runs it on the instance's thread rather than on the
-event loop as it would a fast model: the count includes that hand-off.  Use
-it to compare two versions of the hot path; it includes the Python
-interpreter's work, so compare like with like (same Python, same packages).
+looks slow, and the scheduler would move it to the instance's thread; the
+inner process raises the inline threshold so that the count follows the path
+a real server takes for this model (inline on the event loop).  Use it to
+compare two versions of the hot path; it includes the Python interpreter's
+work, so compare like with like (same Python, same packages).
 
-    python benchmarks/instructions.py [--requests 500] [--targets naiad-http naiad-core bare-http]
+    python benchmarks/instructions.py [--requests 500] [--targets naiad-http naiad-grpc naiad-core bare-http]
 """
 
 from __future__ import annotations
@@ -40,7 +45,7 @@ from typing import Any
 import numpy as np
 from common import checkout_env
 
-TARGETS = ("naiad-http", "naiad-core", "bare-http")
+TARGETS = ("naiad-http", "naiad-grpc", "naiad-core", "bare-http")
 WARMUP = 50
 
 
@@ -97,6 +102,51 @@ class CountingTransport:
     def abort(self) -> None: ...
 
 
+def _grpc_request() -> bytes:
+    """A serialized ``ModelInferRequest`` as perf_analyzer sends it: raw input, named output."""
+    from naiad.frontends.grpc import grpc_service_pb2 as pb
+
+    msg = pb.ModelInferRequest(model_name="identity_fp32")
+    msg.inputs.add(name="INPUT0", datatype="FP32", shape=[1, 16])
+    msg.outputs.add(name="OUTPUT0")
+    msg.raw_input_contents.append(np.arange(16, dtype=np.float32).tobytes())
+    return msg.SerializeToString()
+
+
+class FakeServicerContext:
+    """What naiad's unary handlers use of a ``grpc.aio.ServicerContext``."""
+
+    # grpc core hands the handler the client's metadata minus the HTTP/2 pseudo-headers.
+    METADATA = (("user-agent", "grpc-c++/1.67.1 grpc-c/44.0.0 (linux; chttp2)"),)
+
+    def invocation_metadata(self) -> tuple[tuple[str, str], ...]:
+        return self.METADATA
+
+    async def abort(self, code: Any, details: str = "", trailing_metadata: Any = ()) -> None:
+        raise RuntimeError(f"rpc aborted: {code} {details}")
+
+
+async def _drive_grpc(dataplane: Any, options: Any, requests: int) -> int:
+    """Call the registered ``ModelInfer`` handler as grpc.aio's server does for a unary rpc."""
+    from naiad.frontends.grpc.server import method_handlers
+
+    handler = method_handlers(dataplane, options)["ModelInfer"]
+    deserialize = handler.request_deserializer
+    serialize = handler.response_serializer
+    rpc = handler.unary_unary
+    context = FakeServicerContext()
+    data = _grpc_request()
+    answered = 0
+    for n in range(WARMUP + requests):
+        if n == WARMUP:
+            _count(True)
+        response = await rpc(deserialize(data), context)
+        if serialize(response):
+            answered += 1
+    _count(False)
+    return answered
+
+
 def _count(on: bool) -> None:
     subprocess.run(
         ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
@@ -138,6 +188,9 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     from naiad.core import datatypes
     from naiad.core.types import InferenceRequest, InferInput
     from naiad.frontends.http.protocol import HttpConnection
+    from naiad.scheduling import base
+
+    base.INLINE_MAX_NS = 10**12  # see the module docstring
 
     # No metrics: their poller runs on a timer, and under valgrind a timer fires
     # ever more often per request, which would make the count depend on speed.
@@ -152,6 +205,8 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     try:
         if target == "naiad-http":
             writes = await _drive_protocol(HttpConnection(server.frontends["http"]), requests)
+        elif target == "naiad-grpc":
+            writes = await _drive_grpc(server.dataplane, server.options, requests)
         else:
             data = np.arange(16, dtype=np.float32).reshape(1, 16)
             writes = 0

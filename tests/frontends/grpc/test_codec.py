@@ -567,6 +567,17 @@ def test_header_fields() -> None:
     assert len(message.outputs) == len(message.raw_output_contents) == 0
 
 
+def test_numpy_integer_shapes_are_written_as_ints() -> None:
+    """Shapes go to protobuf as they are; a backend may build them from numpy integers."""
+    array = np.arange(6, dtype=np.float32).reshape(2, 3)
+    shape = (np.int64(2), np.int32(3))
+    message = encode_infer_response(
+        response_of(OutputTensor("y", datatypes.FP32, shape, array))  # type: ignore[arg-type]
+    )
+    assert list(message.outputs[0].shape) == [2, 3]
+    np.testing.assert_array_equal(read_back(message).as_numpy("y"), array)
+
+
 def test_name_and_id_fall_back_to_the_request() -> None:
     request = InferenceRequest("dense", id="r-1")
     message = encode_infer_response(InferenceResponse(model_version=3), request)

@@ -10,6 +10,12 @@ field and only accepts ``bytes`` when setting one (no memoryview), so raw
 inputs are passed on as the ``bytes`` the message gives us (the core wraps
 them with ``np.frombuffer``, no further copy) and outputs are encoded with one
 ``ndarray.tobytes()`` each.
+
+Repeated fields are read with a slice (``msg.inputs[:]``), never iterated:
+upb's containers have no ``__iter__``, so a ``for`` loop or ``tuple()`` over
+one falls back to indexing until an ``IndexError`` whose message is
+formatted with printf -- about a tenth of this module's cost per request.
+A slice copies the entries into a list in one call.
 """
 
 from __future__ import annotations
@@ -60,18 +66,19 @@ def decode_infer_request(msg: pb.ModelInferRequest) -> InferenceRequest:
     if msg.parameters:
         _request_parameters(request, msg.parameters)
 
-    raw = msg.raw_input_contents
+    raw = msg.raw_input_contents[:]
     raw_count = len(raw)
     next_raw = 0  # raw_input_contents[i] belongs to the i-th input that is neither shm nor contents
     inputs = request.inputs
-    for tensor in msg.inputs:
+    for tensor in msg.inputs[:]:
         name = tensor.name
         dt = datatypes.from_name(tensor.datatype)
-        item = InferInput(name, dt, tuple(tensor.shape))
+        item = InferInput(name, dt, tuple(tensor.shape[:]))
         has_contents = tensor.HasField("contents")
-        if tensor.parameters:
-            item.shm = _shared_memory(tensor.parameters, name)
-            item.parameters = _tensor_parameters(tensor.parameters)
+        params = tensor.parameters
+        if params:
+            item.shm = _shared_memory(params, name)
+            item.parameters = _tensor_parameters(params)
         if item.shm is not None:
             if has_contents:
                 raise InvalidArgument(
@@ -102,7 +109,7 @@ def decode_infer_request(msg: pb.ModelInferRequest) -> InferenceRequest:
         )
 
     outputs = request.outputs
-    for wanted in msg.outputs:
+    for wanted in msg.outputs[:]:
         outputs.append(_requested_output(wanted))
     return request
 
@@ -307,24 +314,25 @@ def encode_infer_response(
     shared memory and zero-byte outputs get an empty entry.  ``request``
     supplies the model name and id when the response lacks them (e.g. an
     empty final response of a decoupled model).  ``into`` is filled instead of
-    a new message (the ``infer_response`` of a stream message: no nested copy).
+    a new message (the ``infer_response`` of a stream message: no nested copy),
+    so it must be empty: fields whose value is the proto3 default are left
+    unset rather than written (each write costs a upb lookup).  Shapes go to
+    protobuf as they are: upb takes any integer (numpy's too) through
+    ``__index__``.
     """
     msg = pb.ModelInferResponse() if into is None else into
     msg.model_name = response.model_name or (request.model_name if request else "")
     msg.model_version = str(response.model_version)
-    msg.id = response.id or (request.id if request else "")
+    request_id = response.id or (request.id if request else "")
+    if request_id:
+        msg.id = request_id
     if response.parameters:
         set_parameters(msg.parameters, response.parameters)
     outputs = msg.outputs
-    raw: list[bytes] = []
+    raw = msg.raw_output_contents
     for tensor in response.outputs:
-        outputs.add(
-            name=tensor.name,
-            datatype=tensor.datatype.name,
-            shape=[int(d) for d in tensor.shape],
-        )
+        outputs.add(name=tensor.name, datatype=tensor.datatype.name, shape=tensor.shape)
         raw.append(tensor_bytes(tensor))
-    msg.raw_output_contents.extend(raw)
     return msg
 
 

@@ -96,16 +96,26 @@ class GrpcFrontend:
         await self.server.stop(timeout)
 
 
-async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
-    """Serve ``inference.GRPCInferenceService`` and the health service on
-    ``options.grpc_address:grpc_port`` (0 = a free port)."""
+def method_handlers(
+    dataplane: DataPlane, options: ServerOptions
+) -> dict[str, grpc.RpcMethodHandler]:
+    """The ``inference.GRPCInferenceService`` handlers that :func:`start` registers.
+
+    Apart from :func:`start` so that an in-process driver (the instruction
+    count of ``benchmarks/instructions.py``) calls exactly what grpc would.
+    """
     restricted = parse_restricted(options.grpc_restricted_protocol)
     pattern = options.grpc_header_forward_pattern
     forward = re.compile(pattern, re.IGNORECASE) if pattern else None
+    return handlers.build(dataplane, restricted, forward)
+
+
+async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
+    """Serve ``inference.GRPCInferenceService`` and the health service on
+    ``options.grpc_address:grpc_port`` (0 = a free port)."""
+    table = method_handlers(dataplane, options)
     server = grpc.aio.server(options=channel_options(options))
-    server.add_registered_method_handlers(
-        handlers.SERVICE, handlers.build(dataplane, restricted, forward)
-    )
+    server.add_registered_method_handlers(handlers.SERVICE, table)
     server.add_registered_method_handlers(health.SERVICE, health.handlers(dataplane))
     target = _target(options.grpc_address, options.grpc_port)
     creds = credentials(options)

@@ -15,7 +15,8 @@ import asyncio
 import logging
 import re
 from collections import deque
-from typing import TYPE_CHECKING
+from collections.abc import Coroutine
+from typing import TYPE_CHECKING, Any
 
 import grpc
 
@@ -136,8 +137,8 @@ class _Stream:
             self.order.append(slot)
             self._spawn(self._unary(request, slot))
 
-    def _spawn(self, coro: object) -> None:
-        task = asyncio.ensure_future(coro)  # type: ignore[arg-type]
+    def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
+        task = asyncio.ensure_future(coro)
         self.tasks.add(task)
         task.add_done_callback(self.tasks.discard)
 
