@@ -15,9 +15,10 @@ id gets one of its own and START; a rescheduled request goes back to its
 sequence without flags; its final response ends the sequence.
 
 The core has already checked that the request has a batch size of 1 and,
-unless the sequences are iterative, a correlation id (``naiad.core.validation``).  Batches are formed per
-instance by the strategy (``sequence_batches``); the rest - running
-batches, rate-limiter slots, completion - is the base scheduler's.
+unless the sequences are iterative, a correlation id
+(``naiad.core.validation``).  Batches are formed per instance by the
+strategy (``sequence_batches``); the rest - running batches, rate-limiter
+slots, completion - is the base scheduler's.
 """
 
 from __future__ import annotations
