@@ -62,8 +62,8 @@ def configure(
 ) -> None:
     """Send the ``naiad`` logger to stderr (or a file) in Triton's format."""
     logger = logging.getLogger("naiad")
-    for handler in list(logger.handlers):
-        logger.removeHandler(handler)
+    for old in list(logger.handlers):
+        logger.removeHandler(old)
     handler: logging.Handler
     if log_file:
         handler = logging.FileHandler(log_file)

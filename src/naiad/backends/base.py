@@ -68,8 +68,8 @@ class ModelInstance(abc.ABC):
 
     #: Whether ``execute`` may run on the event loop when it is fast enough
     #: (it must not block on anything but its own computation, or it raises
-    #: :class:`RunOnThread`).
-    inline_ok: ClassVar[bool] = False
+    #: :class:`RunOnThread`).  An instance may decide it once loaded.
+    inline_ok: bool = False
 
     #: Whether ``execute`` may wait without using the CPU (I/O, sleeps, as
     #: Python models may): its time on its thread then counts in wall time,
@@ -86,8 +86,11 @@ class ModelInstance(abc.ABC):
     #: a backend that measures its phases sets it inside ``execute``.
     compute_ns: tuple[int, int, int] | None = None
 
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
-        """Run one batch; return one response (possibly an error one) per request."""
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+        """Run one batch; return one response (possibly an error one) per request.
+
+        A decoupled model returns None: its responses go through each request's sender.
+        """
         raise NotImplementedError
 
     async def execute_async(

@@ -315,7 +315,7 @@ class DataPlane:
             reason = -1
             if response.error is None:
                 try:
-                    finish_response(request, response, signature, labels, lease.write)
+                    finish_response(request, response, signature, labels, lease.write)  # type: ignore[arg-type]  # set at load
                 except NaiadError as exc:
                     response = InferenceResponse(error=exc, final=response.final)
                     reason = OTHER

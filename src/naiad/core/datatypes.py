@@ -112,7 +112,9 @@ def serialize_bytes(array: np.ndarray) -> bytes:
     return b"".join(parts)
 
 
-def deserialize_bytes(buffer: bytes | memoryview, count: int | None = None) -> np.ndarray:
+def deserialize_bytes(
+    buffer: bytes | bytearray | memoryview, count: int | None = None
+) -> np.ndarray:
     """Decode length-prefixed elements into a 1-D object array of ``bytes``.
 
     With ``count`` the buffer must hold exactly that many elements; the error

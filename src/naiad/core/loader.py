@@ -98,10 +98,11 @@ class ModelLoader:
             config = cfg.ModelConfig()
             config.CopyFrom(override)
         else:
-            config = cfg.read_model_config(source.path, self.options.model_config_name)
-            if config is None:
+            read = cfg.read_model_config(source.path, self.options.model_config_name)
+            if read is None:
                 config = cfg.ModelConfig()
             else:
+                config = read
                 try:
                     text = Path(path).read_text(encoding="utf-8")
                 except OSError:

@@ -96,7 +96,7 @@ def _undo_reshape(tensor: OutputTensor, dims: tuple[int, ...], batching: bool) -
 
 
 def _format_value(value: object, is_float: bool) -> str:
-    return f"{float(value):f}" if is_float else str(int(value))  # type: ignore[arg-type]
+    return f"{float(value):f}" if is_float else str(int(value))  # type: ignore[arg-type,call-overload]
 
 
 def classify(
@@ -117,7 +117,7 @@ def classify(
     is_float = dt.name in ("FP32", "FP64")
     rows = data.reshape(data.shape[0], -1) if batching and data.ndim > 0 else data.reshape(1, -1)
     count = min(k, rows.shape[1])
-    result = np.empty((rows.shape[0], count), dtype=np.object_)
+    result: np.ndarray = np.empty((rows.shape[0], count), dtype=np.object_)
     for r, row in enumerate(rows):
         order = np.argsort(-row.astype(np.float64), kind="stable")[:count]
         for c, idx in enumerate(order):

@@ -65,8 +65,12 @@ class ResponseStats:
     __slots__ = ("compute_infer", "compute_output", "success", "fail", "empty_response", "cancel")
 
     def __init__(self) -> None:
-        for name in self.__slots__:
-            setattr(self, name, Duration())
+        self.compute_infer = Duration()
+        self.compute_output = Duration()
+        self.success = Duration()
+        self.fail = Duration()
+        self.empty_response = Duration()
+        self.cancel = Duration()
 
     def to_dict(self) -> dict[str, dict[str, int]]:
         return {name: getattr(self, name).to_dict() for name in self.__slots__}

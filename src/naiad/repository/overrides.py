@@ -56,8 +56,8 @@ def write_model_files(name: str, files: Mapping[str, bytes]) -> Path:
     try:
         model_dir.mkdir()
         base = model_dir.resolve()
-        for rel, data in relatives:
-            target = model_dir.joinpath(*rel.parts)
+        for relative, data in relatives:
+            target = model_dir.joinpath(*relative.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.parent.resolve().is_relative_to(base):
                 raise InvalidArgument(f"file path '{rel}' leaves the model folder")

@@ -205,7 +205,7 @@ class Scheduler(abc.ABC):
 
     def _timed(
         self, instance: ModelInstance, batch: list[InferenceRequest]
-    ) -> list[InferenceResponse]:
+    ) -> list[InferenceResponse] | None:
         """``execute`` on a worker thread, measuring the CPU it took there."""
         clock = time.monotonic_ns if instance.may_wait else time.thread_time_ns
         start = clock()
@@ -259,7 +259,7 @@ class Scheduler(abc.ABC):
         instance: ModelInstance,
         batch: list[InferenceRequest],
         start_ns: int,
-        responses: list[InferenceResponse | None] | None,
+        responses: Sequence[InferenceResponse | None] | None,
         error: NaiadError | None,
     ) -> None:
         """Answer every request of a batch that ran (or failed) and free its instance."""

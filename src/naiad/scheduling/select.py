@@ -46,7 +46,7 @@ def make_scheduler(
     """
     slots = _slots(config, specs, rate_limiter) if rate_limiter is not None else None
     gate = admission.for_model(config.name, config) if admission is not None else None
-    kwargs = {"decoupled": decoupled, "slots": slots, "admission": gate}
+    kwargs: dict[str, Any] = {"decoupled": decoupled, "slots": slots, "admission": gate}
     if ensemble is not None:
         return EnsembleScheduler(
             stats, graph=ensemble, services=services, decoupled=decoupled, admission=gate

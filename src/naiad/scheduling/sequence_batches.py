@@ -81,7 +81,8 @@ class OldestPolicy:
             return [], 0
         ready.sort(key=lambda s: _head(s).queue_start_ns)
         key = shape_key(_head(ready[0]))
-        picked: Rows = [s for s in ready if shape_key(_head(s)) == key][: self.max_rows]
+        picked: Rows = [s for s in ready if shape_key(_head(s)) == key]
+        del picked[self.max_rows :]
         count = len(picked)
         if not self.delay_ns or count >= self.target:
             return picked, 0

@@ -231,7 +231,7 @@ class ThreadInstance(ModelInstance):
             runner.async_execute or runner.decoupled or _WAITS_FOR_SERVER.search(source)
         )
 
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:  # type: ignore[override]
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         try:
             return self._execute(requests)
         except RunOnThread:

@@ -237,8 +237,8 @@ def json_to_array(data: Any, dt: DataType, count: int, name: str) -> np.ndarray:
         )
     if not isinstance(data, list):
         data = [data]
+    flat: list[Any] = []
     if dt.is_bytes:
-        flat: list[Any] = []
         _flatten(data, flat)
         if not all(isinstance(x, str) for x in flat):
             raise _bad_data(name, "expected strings for a BYTES tensor")
@@ -261,7 +261,6 @@ def json_to_array(data: Any, dt: DataType, count: int, name: str) -> np.ndarray:
         ok = kind == "b"
     elif target in _INT_KINDS:
         if kind in "Of":  # ints beyond int64 made numpy pick object or float: be exact
-            flat: list[Any] = []
             _flatten(data, flat)
             if not all(isinstance(x, int) and not isinstance(x, bool) for x in flat):
                 raise _bad_data(name, f"values do not fit datatype {dt.name}")
@@ -272,7 +271,7 @@ def json_to_array(data: Any, dt: DataType, count: int, name: str) -> np.ndarray:
         ok = kind in _INT_KINDS
         if ok:
             info = np.iinfo(dt.numpy)
-            ok = raw.min() >= info.min and raw.max() <= info.max
+            ok = bool(raw.min() >= info.min and raw.max() <= info.max)
     else:
         ok = kind in "iuf"
     if not ok:

@@ -49,7 +49,7 @@ def tensor_binary(tensor: OutputTensor) -> Blob:
     return array.view(np.uint8).data
 
 
-def tensor_json(tensor: OutputTensor) -> list[Any]:
+def tensor_json(tensor: OutputTensor) -> list[Any] | orjson.Fragment:
     """A flat JSON list of an output; FP16/BF16 cannot travel as JSON."""
     data = tensor.data
     assert data is not None
@@ -62,7 +62,7 @@ def tensor_json(tensor: OutputTensor) -> list[Any]:
     flat = data.reshape(-1)
     if flat.dtype.kind == "f" and not np.isfinite(flat).all():
         # As the standard library writes them (NaN, Infinity), not as orjson's null.
-        return orjson.Fragment(_dumps(flat.tolist()))  # type: ignore[return-value]
+        return orjson.Fragment(_dumps(flat.tolist()))
     if dt.is_bytes:
         return [
             x.decode("utf-8", "replace") if isinstance(x, (bytes, bytearray)) else str(x)

@@ -99,8 +99,8 @@ def _doc(response: InferenceResponse) -> dict[str, Any]:
     for tensor in response.outputs:
         if tensor.data is None:
             continue
-        flat = tensor_json(tensor)
-        doc[tensor.name] = flat[0] if len(flat) == 1 else flat
+        flat = tensor_json(tensor)  # a Fragment when it holds NaN or infinity
+        doc[tensor.name] = flat[0] if isinstance(flat, list) and len(flat) == 1 else flat
     return doc
 
 
