@@ -78,14 +78,17 @@ class CountingTransport:
     def __init__(self) -> None:
         self.writes = 0
         self.written: asyncio.Future[None] | None = None
+        self.failed = b""  # the start of a response that was not a 200, if any
 
     def write(self, data: bytes) -> None:
+        if data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 200"):
+            self.failed = bytes(data[:300])
         self.writes += 1
         if self.written is not None and not self.written.done():
             self.written.set_result(None)
 
     def writelines(self, data: Any) -> None:
-        self.write(b"")
+        self.write(bytes(data[0]) if data else b"")
 
     def is_closing(self) -> bool:
         return False
@@ -174,6 +177,8 @@ async def _drive_protocol(protocol: Any, requests: int) -> int:
         if transport.writes == before:
             await transport.written
     _count(False)
+    if transport.failed:  # an error answer costs less than inference: do not count it
+        raise RuntimeError(f"a request failed: {transport.failed!r}")
     return transport.writes
 
 

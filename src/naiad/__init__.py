@@ -1,10 +1,5 @@
 """naiad: a Triton-compatible inference server you install with pip."""
 
-from naiad import _compiled
-
-_compiled.prefer_sources()  # before any compiled module is imported
-
-# ruff: noqa: E402
 from naiad._version import __version__
 from naiad.core.errors import NaiadError
 from naiad.core.options import ServerOptions

@@ -3,17 +3,12 @@
 from __future__ import annotations
 
 import collections
-from collections.abc import Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from naiad.scheduling.base import Scheduler
 
 if TYPE_CHECKING:
-    from naiad.backends.base import ModelInstance
-    from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest
-    from naiad.scheduling.admission import ModelAdmission
-    from naiad.scheduling.rate_limiter import InstanceSlot
 
 
 class DefaultScheduler(Scheduler):
@@ -21,17 +16,8 @@ class DefaultScheduler(Scheduler):
 
     pipelines = True
 
-    def __init__(
-        self,
-        instances: list[ModelInstance],
-        stats: ModelStats,
-        *,
-        decoupled: bool = False,
-        slots: Sequence[InstanceSlot | None] | None = None,
-        admission: ModelAdmission | None = None,
-    ) -> None:
-        # Spelled out: mypyc mis-forwards ``**kwargs`` to a compiled base.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         self._queue: collections.deque[InferenceRequest] = collections.deque()
 
     def enqueue(self, request: InferenceRequest) -> None:

@@ -19,7 +19,6 @@ from __future__ import annotations
 import asyncio
 import collections
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Unavailable
@@ -28,12 +27,8 @@ from naiad.scheduling.base import Scheduler
 from naiad.scheduling.queues import Entry, PriorityQueues
 
 if TYPE_CHECKING:
-    from naiad.backends.base import ModelInstance
     from naiad.config import ModelConfig
-    from naiad.core.stats import ModelStats
     from naiad.core.types import ResponseSink
-    from naiad.scheduling.admission import ModelAdmission
-    from naiad.scheduling.rate_limiter import InstanceSlot
 
 
 def _request_prefix(request: InferenceRequest) -> str:
@@ -43,18 +38,8 @@ def _request_prefix(request: InferenceRequest) -> str:
 class DynamicBatcher(Scheduler):
     """Forms batches by preferred size, delay, priority and shape."""
 
-    def __init__(
-        self,
-        instances: list[ModelInstance],
-        stats: ModelStats,
-        *,
-        config: ModelConfig,
-        decoupled: bool = False,
-        slots: Sequence[InstanceSlot | None] | None = None,
-        admission: ModelAdmission | None = None,
-    ) -> None:
-        # Spelled out: mypyc mis-forwards ``**kwargs`` to a compiled base.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+    def __init__(self, *args: Any, config: ModelConfig, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
         batching = config.dynamic_batching
         self.batching = config.max_batch_size > 0
         self.max_rows = max(config.max_batch_size, 1)

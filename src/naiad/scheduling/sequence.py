@@ -28,7 +28,7 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -59,10 +59,7 @@ from naiad.scheduling.sequence_state import (
 if TYPE_CHECKING:
     from naiad.backends.base import ModelInstance
     from naiad.config import ModelConfig
-    from naiad.core.stats import ModelStats
     from naiad.core.types import CorrelationId, ResponseSink
-    from naiad.scheduling.admission import ModelAdmission
-    from naiad.scheduling.rate_limiter import InstanceSlot
 
 DEFAULT_IDLE_US = 1_000_000
 
@@ -76,18 +73,13 @@ class SequenceBatcher(Scheduler):
 
     def __init__(
         self,
-        instances: list[ModelInstance],
-        stats: ModelStats,
-        *,
+        *args: Any,
         config: ModelConfig,
         model_dir: Path | None = None,
         clock: Callable[[], int] = time.monotonic_ns,
-        decoupled: bool = False,
-        slots: list[InstanceSlot | None] | None = None,
-        admission: ModelAdmission | None = None,
+        **kwargs: Any,
     ) -> None:
-        # Spelled out: mypyc mis-forwards ``**kwargs`` to a compiled base.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+        super().__init__(*args, **kwargs)
         sequencing = config.sequence_batching
         self.model = config.name
         self.iterative = sequencing.iterative_sequence

@@ -6,6 +6,7 @@ import http.client
 import json
 from collections.abc import Iterator
 
+import numpy as np
 import pytest
 
 from frontends.http.wire import error_of, request
@@ -77,3 +78,13 @@ def test_generate_stream_error_before_start(conn: http.client.HTTPConnection) ->
     status, headers, data = request(conn, "POST", "/v2/models/nope/generate_stream", b"{}")
     assert status == 404
     assert headers["content-type"] == "application/json"
+
+
+def test_generate_non_finite_outputs(conn: http.client.HTTPConnection) -> None:
+    """An output holding NaN or infinity is written as Triton writes JSON floats."""
+    values = [float("nan"), float("inf")] + [float(i) for i in range(14)]
+    body = json.dumps({"INPUT0": values}).encode()
+    status, _, data = request(conn, "POST", "/v2/models/identity_fp32/generate", body)
+    assert status == 200, data
+    out = json.loads(data)["OUTPUT0"]
+    assert np.isnan(out[0]) and out[1:] == values[1:]

@@ -12,7 +12,7 @@ import asyncio
 import collections
 import logging
 from collections.abc import Coroutine
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any
 
 import httptools
 
@@ -36,18 +36,12 @@ _JOIN_BELOW = 256 * 1024
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 
 
-class Handler(Protocol):
-    """What a connection hands each parsed request to: the app, or a test's stand-in."""
-
-    def handle(self, req: Request) -> Response | Coroutine[Any, Any, Response | None]: ...
-
-
 class HttpConnection(asyncio.Protocol):
     """The protocol object of one client connection."""
 
     def __init__(self, frontend: HttpFrontend) -> None:
         self.frontend = frontend
-        self.app: Handler = frontend.app
+        self.app = frontend.app
         self.limit = frontend.max_input_size
         self.loop = frontend.loop
         self.transport: asyncio.Transport | None = None

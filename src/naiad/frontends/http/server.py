@@ -8,7 +8,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from naiad.frontends.http.app import HttpApp
-from naiad.frontends.http.protocol import Handler, HttpConnection
+from naiad.frontends.http.protocol import HttpConnection
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
@@ -19,7 +19,7 @@ class HttpFrontend:
     """A listening socket plus its open connections; ``port`` is the bound port."""
 
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
-        self.app: Handler = HttpApp(dataplane, options)
+        self.app = HttpApp(dataplane, options)
         self.max_input_size = options.http_max_input_size
         self.ssl = tls_context(options)
         self.loop = asyncio.get_running_loop()
