@@ -81,7 +81,8 @@ class CountingTransport:
         self.failed = b""  # the start of a response that was not a 200, if any
 
     def write(self, data: bytes) -> None:
-        if data.startswith(b"HTTP/1.1 ") and not data.startswith(b"HTTP/1.1 200"):
+        head = bytes(data[:12])  # bytes or a memoryview
+        if head.startswith(b"HTTP/1.1 ") and head != b"HTTP/1.1 200":
             self.failed = bytes(data[:300])
         self.writes += 1
         if self.written is not None and not self.written.done():

@@ -60,12 +60,12 @@ def write_model_files(name: str, files: Mapping[str, bytes]) -> Path:
             target = model_dir.joinpath(*relative.parts)
             target.parent.mkdir(parents=True, exist_ok=True)
             if not target.parent.resolve().is_relative_to(base):
-                raise InvalidArgument(f"file path '{rel}' leaves the model folder")
+                raise InvalidArgument(f"file path '{relative}' leaves the model folder")
             flags = os.O_WRONLY | os.O_CREAT | os.O_EXCL | _NOFOLLOW
             try:
                 fd = os.open(target, flags, 0o600)
             except FileExistsError:
-                raise InvalidArgument(f"file path '{rel}' is given more than once") from None
+                raise InvalidArgument(f"file path '{relative}' is given more than once") from None
             with os.fdopen(fd, "wb") as out:
                 out.write(data)
     except BaseException:
