@@ -33,7 +33,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     idle = "max_sequence_idle_microseconds: 600000000"
     acc_state(repo, extra=idle)
     acc_ctl(repo, "acc_direct", strategy="direct", extra=idle)
-    acc_ctl(repo, "acc_oldest_str", strategy="oldest", corrid="TYPE_STRING")
+    acc_ctl(repo, "acc_oldest_str", strategy="oldest", corrid="TYPE_STRING", extra=idle)
     py_acc(repo, "py_acc", strategy="oldest")
     with Server(repo, http_port=0, grpc_port=0) as started:
         yield started
