@@ -155,6 +155,12 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
         metavar="CATEGORY[,CATEGORY...]:KEY=VALUE",
     )
     serve.add_argument("--grpc-header-forward-pattern", default="", metavar="REGEX")
+    serve.add_argument(
+        "--grpc-transport",
+        choices=("naiad", "grpcio"),
+        default="naiad",
+        help="naiad: HTTP/2 framed in the event loop (default, faster); grpcio: grpc.aio",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -360,6 +366,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         grpc_reuse_port=args.reuse_grpc_port,
         grpc_restricted_protocol=tuple(args.grpc_restricted_protocol),
         grpc_header_forward_pattern=args.grpc_header_forward_pattern,
+        grpc_transport=args.grpc_transport,
         metrics_address=args.metrics_address,
         metrics_port=args.metrics_port if args.allow_metrics else -1,
         allow_http=args.allow_http,

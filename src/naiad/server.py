@@ -96,9 +96,13 @@ class Server:
     # -- async lifecycle -----------------------------------------------------------
 
     async def start_async(self) -> None:
-        """Load the models, then open the frontends."""
+        """Load the models, then open the frontends; on failure, undo what started."""
         await self.dataplane.start()
-        await self.start_frontends()
+        try:
+            await self.start_frontends()
+        except BaseException:
+            await self.stop_async(0)
+            raise
 
     async def start_frontends(self) -> None:
         self._loop = asyncio.get_running_loop()

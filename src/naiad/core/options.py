@@ -57,6 +57,8 @@ class ServerOptions:
     #: --grpc-restricted-protocol entries "<category,...>:<key>=<value>"
     grpc_restricted_protocol: tuple[str, ...] = ()
     grpc_header_forward_pattern: str = ""
+    #: naiad (HTTP/2 framed in the event loop) | grpcio (grpc.aio)
+    grpc_transport: str = "naiad"
     metrics_address: str | None = None
     metrics_port: int = 8002
     allow_http: bool = True

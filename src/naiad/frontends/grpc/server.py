@@ -1,11 +1,13 @@
-"""The gRPC frontend object the server starts and stops: a ``grpc.aio`` server.
+"""The gRPC frontend object the server starts and stops.
 
-``grpc.aio`` runs the handlers on the server's own event loop, next to the
-schedulers, so an inference costs no thread hop.  (Bare-server anchors on
-this machine had the synchronous grpcio server with 16 threads slower than
-``grpc.aio`` at c=1/8/32; naiad's own numbers: ``benchmarks/grpc_bench.py``.)  Channel arguments mirror Triton's
-(grpc.md §0, §10): INT32_MAX message limits, keepalive, HTTP/2 ping policy,
-response compression level, SO_REUSEPORT only when asked.
+By default the rpcs are served by naiad's HTTP/2 transport
+(:mod:`naiad.frontends.grpc.http2`), framed in the event loop next to the
+schedulers.  ``--grpc-transport grpcio`` serves the same method table with
+``grpc.aio`` instead, whose hand-off of every rpc between grpc core's
+threads and the loop costs about four times the server CPU per request
+(``benchmarks/README.md``).  Options mirror Triton's (grpc.md §0, §10):
+keepalive, the HTTP/2 ping policy, response compression, TLS, SO_REUSEPORT
+only when asked; ``channel_options`` are the grpc core arguments for them.
 """
 
 from __future__ import annotations
@@ -17,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from naiad.frontends.grpc import handlers, health
+from naiad.frontends.grpc.http2.server import Http2Server, tls_context
 from naiad.frontends.grpc.restricted import parse_restricted
 
 if TYPE_CHECKING:
@@ -28,16 +31,23 @@ MAX_MESSAGE = 2**31 - 1
 
 #: --grpc-infer-response-compression-level -> GRPC_COMPRESS_LEVEL_*
 COMPRESSION_LEVELS = {"none": 0, "low": 1, "medium": 2, "med": 2, "high": 3}
+#: the same levels as zlib's (naiad's transport compresses with zlib / gzip)
+ZLIB_LEVELS = {"none": 0, "low": 1, "medium": 6, "med": 6, "high": 9}
 
 
-def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
-    """grpc server arguments for ``options`` (the names of grpc core's channel args)."""
+def _compression_level(options: ServerOptions) -> str:
     level = options.grpc_infer_response_compression_level.lower()
     if level not in COMPRESSION_LEVELS:
         raise ValueError(
             f"invalid --grpc-infer-response-compression-level '{level}', expected one of "
             "none, low, medium, high"
         )
+    return level
+
+
+def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
+    """grpc server arguments for ``options`` (the names of grpc core's channel args)."""
+    level = _compression_level(options)
     out: list[tuple[str, Any]] = [
         ("grpc.max_send_message_length", MAX_MESSAGE),
         ("grpc.max_receive_message_length", MAX_MESSAGE),
@@ -57,24 +67,31 @@ def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
     return out
 
 
-def credentials(options: ServerOptions) -> grpc.ServerCredentials | None:
-    """TLS credentials for ``--grpc-use-ssl`` (client certificates with ``-mutual``)."""
+def _tls_files(options: ServerOptions) -> tuple[str, str, str | None, bool] | None:
+    """(key, cert, root CA or None, client certificates required) for ``--grpc-use-ssl``."""
     if not (options.grpc_use_ssl or options.grpc_use_ssl_mutual):
         return None
-
-    def read(path: str, what: str) -> bytes:
+    for path, what in ((options.grpc_server_key, "--grpc-server-key"),
+                       (options.grpc_server_cert, "--grpc-server-cert")):  # fmt: skip
         if not path:
             raise ValueError(f"--grpc-use-ssl needs {what}")
-        return Path(path).read_bytes()
-
-    key = read(options.grpc_server_key, "--grpc-server-key")
-    cert = read(options.grpc_server_cert, "--grpc-server-cert")
     mutual = options.grpc_use_ssl_mutual
-    root = read(options.grpc_root_cert, "--grpc-root-cert") if mutual else None
-    if root is None and options.grpc_root_cert:
-        root = Path(options.grpc_root_cert).read_bytes()
+    if mutual and not options.grpc_root_cert:
+        raise ValueError("--grpc-use-ssl needs --grpc-root-cert")
+    root = options.grpc_root_cert or None
+    return options.grpc_server_key, options.grpc_server_cert, root, mutual
+
+
+def credentials(options: ServerOptions) -> grpc.ServerCredentials | None:
+    """grpc.aio's TLS credentials for ``--grpc-use-ssl`` (client certificates with ``-mutual``)."""
+    files = _tls_files(options)
+    if files is None:
+        return None
+    key, cert, root, mutual = files
     return grpc.ssl_server_credentials(
-        [(key, cert)], root_certificates=root, require_client_auth=mutual
+        [(Path(key).read_bytes(), Path(cert).read_bytes())],
+        root_certificates=Path(root).read_bytes() if root else None,
+        require_client_auth=mutual,
     )
 
 
@@ -85,15 +102,18 @@ def _target(host: str, port: int) -> str:
 
 
 class GrpcFrontend:
-    """A started ``grpc.aio`` server; ``port`` is the bound port."""
+    """A started gRPC server (naiad's HTTP/2 one or ``grpc.aio``); ``port`` is the bound port."""
 
-    def __init__(self, server: grpc.aio.Server, port: int) -> None:
+    def __init__(self, server: Http2Server | grpc.aio.Server, port: int) -> None:
         self.server = server
         self.port = port
 
     async def close(self, timeout: float) -> None:
         """Stop accepting rpcs, let those in flight finish (up to ``timeout``), cancel the rest."""
-        await self.server.stop(timeout)
+        if isinstance(self.server, Http2Server):
+            await self.server.close(timeout)
+        else:
+            await self.server.stop(timeout)
 
 
 def method_handlers(
@@ -112,11 +132,32 @@ def method_handlers(
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
     """Serve ``inference.GRPCInferenceService`` and the health service on
-    ``options.grpc_address:grpc_port`` (0 = a free port)."""
-    table = method_handlers(dataplane, options)
+    ``options.grpc_address:grpc_port`` (0 = a free port), with the transport
+    ``options.grpc_transport`` names."""
+    services = {
+        handlers.SERVICE: method_handlers(dataplane, options),
+        health.SERVICE: health.handlers(dataplane),
+    }
+    if options.grpc_transport == "grpcio":
+        return await _start_grpcio(services, options)
+    if options.grpc_transport != "naiad":
+        raise ValueError(
+            f"invalid --grpc-transport '{options.grpc_transport}', expected naiad or grpcio"
+        )
+    level = _compression_level(options)
+    server = Http2Server(services, options, ZLIB_LEVELS[level])
+    files = _tls_files(options)
+    tls = None if files is None else tls_context(files[1], files[0], files[2], files[3])
+    port = await server.listen(options.grpc_address, options.grpc_port, tls)
+    return GrpcFrontend(server, port)
+
+
+async def _start_grpcio(
+    services: dict[str, dict[str, grpc.RpcMethodHandler]], options: ServerOptions
+) -> GrpcFrontend:
     server = grpc.aio.server(options=channel_options(options))
-    server.add_registered_method_handlers(handlers.SERVICE, table)
-    server.add_registered_method_handlers(health.SERVICE, health.handlers(dataplane))
+    for name, table in services.items():
+        server.add_registered_method_handlers(name, table)
     target = _target(options.grpc_address, options.grpc_port)
     creds = credentials(options)
     if creds is None:

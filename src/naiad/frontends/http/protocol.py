@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 import httptools
 
 from naiad.core.errors import NaiadError
+from naiad.frontends.eager import start_eagerly
 from naiad.frontends.http.message import (
     Request,
     Response,
@@ -260,22 +261,3 @@ class HttpConnection(asyncio.Protocol):
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
-
-
-def start_eagerly(loop: asyncio.AbstractEventLoop, coro: Coroutine[Any, Any, None]) -> None:
-    """Run ``coro`` until it first waits, and only then give it a task.
-
-    A request to a small model usually completes without waiting at all (the
-    model runs inline on the loop), so it costs no task and no extra loop
-    iteration; this is Python 3.12's eager task start, for every version.
-    """
-    try:
-        waited = coro.send(None)
-    except StopIteration:
-        return
-    if asyncio.isfuture(waited):
-        # Resume once the awaited future is done, as a Task would.
-        waited._asyncio_future_blocking = False  # type: ignore[attr-defined]
-        waited.add_done_callback(lambda _: loop.create_task(coro))
-    else:  # a bare yield (asyncio.sleep(0)): just continue in a task
-        loop.create_task(coro)

@@ -1,0 +1,349 @@
+"""One rpc on one HTTP/2 stream: the handler's ``ServicerContext``, its messages and status.
+
+naiad's gRPC handlers are written against ``grpc.aio`` (``read``, ``write``,
+``abort``, ``invocation_metadata``) and registered as
+``grpc.RpcMethodHandler``\\ s; a :class:`Call` gives them that surface, so the
+same method table runs on this server and on ``grpc.aio``.  The connection
+feeds it DATA and resets; it answers through the connection's flow-controlled
+writer.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import gzip
+import inspect
+import logging
+import zlib
+from collections import deque
+from collections.abc import AsyncIterator, Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+import grpc
+
+from naiad.frontends.eager import Started, start_eagerly
+from naiad.frontends.grpc.http2 import wire
+
+if TYPE_CHECKING:
+    from naiad.frontends.grpc.http2.connection import Connection
+
+log = logging.getLogger("naiad.grpc")
+
+Metadata = tuple[tuple[str, "str | bytes"], ...]
+
+_DECOMPRESS: dict[bytes, Callable[[bytes], bytes]] = {
+    b"gzip": gzip.decompress,
+    b"deflate": zlib.decompress,
+}
+
+
+def compressor(encoding: bytes, level: int) -> Callable[[bytes], bytes]:
+    if encoding == b"gzip":
+        return lambda data: gzip.compress(data, level)
+    return lambda data: zlib.compress(data, level)
+
+
+class Head:
+    """What a request's header block says, decoded once (and cached while it repeats)."""
+
+    __slots__ = ("path", "metadata", "timeout", "encoding", "accept")
+
+    def __init__(self, headers: Sequence[tuple[bytes, bytes]]) -> None:
+        self.path = ""
+        self.timeout: float | None = None
+        self.encoding = b"identity"
+        self.accept = b""
+        metadata: list[tuple[str, str | bytes]] = []
+        for name, value in headers:
+            if name == b":path":
+                self.path = value.decode("latin-1")
+            elif name[:1] == b":" or name in _TRANSPORT_HEADERS:
+                continue
+            elif name == b"grpc-timeout":
+                self.timeout = wire.grpc_timeout(value)
+            elif name == b"grpc-encoding":
+                self.encoding = value
+            elif name == b"grpc-accept-encoding":
+                self.accept = value
+            elif name.endswith(b"-bin"):
+                metadata.append((name.decode("latin-1"), _unbase64(value)))
+            else:
+                metadata.append((name.decode("latin-1"), value.decode("latin-1")))
+        self.metadata: Metadata = tuple(metadata)
+
+
+# Headers grpc core keeps to itself rather than hand to the application as metadata.
+_TRANSPORT_HEADERS = frozenset((b"content-type", b"te", b"grpc-message-type"))
+
+
+def _unbase64(value: bytes) -> bytes:
+    import base64
+
+    return base64.b64decode(value + b"=" * (-len(value) % 4))
+
+
+class _Abort(Exception):
+    """``context.abort``: ends the handler with a status."""
+
+    def __init__(self, code: grpc.StatusCode, details: str) -> None:
+        self.code = code
+        self.details = details
+
+
+class Call:
+    """An rpc: request messages in, response messages and a status out."""
+
+    __slots__ = (
+        "conn", "stream_id", "handler", "head", "send_window", "recv_consumed", "pending",
+        "trailers", "drained", "headers_sent", "remote_closed", "finished", "expired", "task",
+        "timer", "buffer", "messages", "waiter", "compress",
+    )  # fmt: skip
+
+    def __init__(
+        self,
+        conn: Connection,
+        stream_id: int,
+        handler: grpc.RpcMethodHandler,
+        head: Head,
+        send_window: int,
+    ) -> None:
+        self.conn = conn
+        self.stream_id = stream_id
+        self.handler = handler
+        self.head = head
+        self.send_window = send_window
+        self.recv_consumed = 0
+        self.pending: deque[memoryview | bytes] = deque()  # DATA held back by flow control
+        self.trailers: bytes | None = None  # sent once ``pending`` drains
+        self.drained: asyncio.Future[None] | None = None
+        self.headers_sent = False
+        self.remote_closed = False
+        self.finished = False  # status sent (or the stream reset)
+        self.expired = False
+        self.task: Started | None = None  # the handler, while it waits
+        self.timer: asyncio.TimerHandle | None = None
+        self.buffer = bytearray()
+        self.messages: deque[Any] = deque()
+        self.waiter: asyncio.Future[None] | None = None
+        self.compress: Callable[[bytes], bytes] | None = None
+
+    # -- from the connection -------------------------------------------------------------
+
+    def start(self, loop: asyncio.AbstractEventLoop) -> None:
+        """Headers received: streaming handlers start now, unary ones on their message."""
+        if self.head.timeout is not None:
+            self.timer = loop.call_later(self.head.timeout, self._deadline)
+        if self.handler.request_streaming:
+            self.task = start_eagerly(loop, self._run(None))
+
+    def data(self, payload: memoryview, end_stream: bool) -> None:
+        """A DATA frame's payload: deframe the gRPC messages in it."""
+        if self.finished:
+            return
+        if end_stream:
+            self.remote_closed = True  # before the handler can answer (eagerly, within this call)
+        buffer = self.buffer
+        if not buffer and len(payload) >= 5 and int.from_bytes(payload[1:5], "big") + 5 == len(
+            payload
+        ):
+            self._message(payload[0], payload[5:])  # the common case: one whole message
+        else:
+            buffer += payload
+            while len(buffer) >= 5:
+                size = int.from_bytes(buffer[1:5], "big") + 5
+                if len(buffer) < size:
+                    break
+                with memoryview(buffer) as view:
+                    message = view[5:size].tobytes()
+                compressed = buffer[0]
+                del buffer[:size]
+                self._message(compressed, message)
+        if end_stream:
+            if self.handler.request_streaming:
+                self._wake()
+            elif self.task is None and not self.finished:
+                self.finish(grpc.StatusCode.INTERNAL, "the request has no message")
+
+    def _message(self, compressed: int, raw: memoryview | bytes) -> None:
+        if compressed:
+            decompress = _DECOMPRESS.get(self.head.encoding)
+            if decompress is None:
+                self.finish(
+                    grpc.StatusCode.UNIMPLEMENTED,
+                    f"unsupported message encoding '{self.head.encoding.decode('latin-1')}'",
+                )
+                return
+            raw = decompress(bytes(raw))
+        try:
+            message = self.handler.request_deserializer(raw)
+        except Exception as exc:
+            self.finish(grpc.StatusCode.INTERNAL, f"failed to parse the request message: {exc}")
+            return
+        if self.handler.request_streaming:
+            self.messages.append(message)
+            self._wake()
+        elif self.task is None and not self.finished:
+            self.task = start_eagerly(self.conn.loop, self._run(message))
+
+    def reset(self) -> None:
+        """The client reset the stream (cancel, deadline) or the connection went away."""
+        self.finished = True
+        self.pending.clear()
+        self._wake()
+        if self.drained is not None and not self.drained.done():
+            self.drained.set_result(None)
+        if self.task is not None:
+            self.task.cancel()
+        if self.timer is not None:
+            self.timer.cancel()
+
+    def _deadline(self) -> None:
+        self.expired = True
+        if self.task is not None:  # the handler is running (it clears ``task`` when it ends)
+            self.task.cancel()
+        else:
+            self.finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+
+    def _wake(self) -> None:
+        if self.waiter is not None and not self.waiter.done():
+            self.waiter.set_result(None)
+
+    # -- the handler ------------------------------------------------------------------------
+
+    async def _run(self, request: Any) -> None:
+        handler = self.handler
+        try:
+            if handler.request_streaming:
+                request = _Requests(self)
+                behaviour = handler.stream_stream or handler.stream_unary
+            else:
+                behaviour = handler.unary_unary or handler.unary_stream
+            result = behaviour(request, self)
+            if handler.response_streaming:
+                if inspect.isasyncgen(result):
+                    async for response in result:
+                        await self.write(response)
+                else:
+                    await result
+            else:
+                if inspect.isawaitable(result):
+                    result = await result
+                self._respond(handler.response_serializer(result))
+            self.finish(grpc.StatusCode.OK, "")
+        except _Abort as abort:
+            self.finish(abort.code, abort.details)
+        except asyncio.CancelledError:
+            if self.expired:
+                self.finish(grpc.StatusCode.DEADLINE_EXCEEDED, "Deadline Exceeded")
+            else:
+                self.finish(grpc.StatusCode.CANCELLED, "Cancelled")
+        except Exception as exc:
+            log.exception("gRPC %s failed", self.head.path)
+            self.finish(grpc.StatusCode.UNKNOWN, f"Unexpected {type(exc)}: {exc}")
+        finally:
+            if self.timer is not None:
+                self.timer.cancel()
+            self.task = None  # ended: nothing to cancel, no cycle through the task
+
+    # -- the ServicerContext surface naiad's handlers use -------------------------------------
+
+    def invocation_metadata(self) -> Metadata:
+        return self.head.metadata
+
+    async def abort(
+        self, code: grpc.StatusCode, details: str = "", trailing_metadata: Any = ()
+    ) -> None:
+        raise _Abort(code, details)
+
+    async def read(self) -> Any:
+        """The next request message, or ``grpc.aio.EOF`` once the client half-closed."""
+        while not self.messages:
+            if self.remote_closed or self.finished:
+                return grpc.aio.EOF
+            self.waiter = asyncio.get_running_loop().create_future()
+            await self.waiter
+        return self.messages.popleft()
+
+    async def write(self, message: Any) -> None:
+        """Send a response message; returns once flow control and the socket take it."""
+        if self.finished:
+            raise asyncio.CancelledError("the rpc has ended")
+        self._send_message(self.handler.response_serializer(message))
+        if self.pending:
+            self.drained = asyncio.get_running_loop().create_future()
+            await self.drained
+        await self.conn.writable()
+
+    # -- sending -----------------------------------------------------------------------------
+
+    def _frame(self, payload: bytes) -> bytes:
+        """The length-prefixed gRPC message (compressed when the response is)."""
+        if self.compress is not None:
+            payload = self.compress(payload)
+            return b"\x01" + len(payload).to_bytes(4, "big") + payload
+        return b"\x00" + len(payload).to_bytes(4, "big") + payload
+
+    def _headers(self) -> bytes:
+        """The response HEADERS frame the first time, nothing after."""
+        if self.headers_sent:
+            return b""
+        self.headers_sent = True
+        block = self.conn.response_head
+        level = self.conn.compression_level
+        if level and self.head.accept:
+            accepted = {e.strip() for e in self.head.accept.split(b",")}
+            for encoding in (b"gzip", b"deflate"):
+                if encoding in accepted:
+                    self.compress = compressor(encoding, level)
+                    block += wire.literal(b"grpc-encoding", encoding)
+                    break
+        return wire.frame(wire.HEADERS, wire.END_HEADERS, self.stream_id, block)
+
+    def _trailers(self, code: grpc.StatusCode, details: str) -> bytes:
+        block = self.conn.status_block(code.value[0], details)
+        return wire.frame(wire.HEADERS, wire.END_HEADERS | wire.END_STREAM, self.stream_id, block)
+
+    def _send_message(self, payload: bytes) -> None:
+        if not self.finished:
+            self.conn.send(self, self._headers(), self._frame(payload), None)
+
+    def _respond(self, payload: bytes) -> None:
+        """A unary rpc's answer: headers, message and OK status, in one write when they fit."""
+        if self.finished:
+            return
+        self.finished = True
+        prefix = self._headers()
+        self.conn.send(self, prefix, self._frame(payload), self._trailers(grpc.StatusCode.OK, ""))
+
+    def finish(self, code: grpc.StatusCode, details: str) -> None:
+        """End the rpc with a status: trailers, or trailers-only when nothing was sent."""
+        if self.finished:
+            return
+        self.finished = True
+        if self.timer is not None:
+            self.timer.cancel()
+        if self.headers_sent:
+            self.conn.send(self, b"", None, self._trailers(code, details))
+            return
+        self.headers_sent = True
+        block = self.conn.response_head + self.conn.status_block(code.value[0], details)
+        trailers_only = wire.frame(
+            wire.HEADERS, wire.END_HEADERS | wire.END_STREAM, self.stream_id, block
+        )
+        self.conn.send(self, b"", None, trailers_only)
+
+
+class _Requests:
+    """The request messages of a client-streaming rpc as an async iterator."""
+
+    def __init__(self, call: Call) -> None:
+        self.call = call
+
+    def __aiter__(self) -> AsyncIterator[Any]:
+        return self
+
+    async def __anext__(self) -> Any:
+        message = await self.call.read()
+        if message is grpc.aio.EOF:
+            raise StopAsyncIteration
+        return message
