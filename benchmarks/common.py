@@ -6,6 +6,7 @@ The reference tools come from ``../shared/tools/setup-reference.sh``
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import socket
@@ -23,10 +24,11 @@ PERF_ANALYZER = REFERENCE / "bin" / "perf_analyzer"
 TRITONSERVER = REFERENCE / "bin" / "tritonserver"
 
 NAIAD_MAIN = """
-import signal, sys
+import json, signal, sys
 from naiad import Server
 protocol = sys.argv[3] if len(sys.argv) > 3 else "http"
-server = Server(model_repository=sys.argv[1], **{f"{protocol}_port": int(sys.argv[2])})
+settings = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
+server = Server(model_repository=sys.argv[1], **{f"{protocol}_port": int(sys.argv[2])}, **settings)
 server.start()
 signal.sigwait([signal.SIGTERM, signal.SIGINT])
 server.stop()
@@ -100,11 +102,14 @@ def checkout_env() -> dict[str, str]:
     return dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in path if p))
 
 
-def start_naiad(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
-    """naiad (this checkout's) in a subprocess with only the ``protocol`` frontend on ``port``."""
+def start_naiad(
+    repo: Path, port: int, log: Path, protocol: str = "http", **settings: object
+) -> subprocess.Popen:
+    """naiad (this checkout's) in a subprocess with only the ``protocol`` frontend on ``port``;
+    ``settings`` are further ``naiad.Server`` options."""
     env = checkout_env()
     return subprocess.Popen(
-        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol],
+        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol, json.dumps(settings)],
         stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
     )  # fmt: skip
 

@@ -50,6 +50,12 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--streaming", action="store_true", help="ModelStreamInfer")
     parser.add_argument("--naiad-only", action="store_true")
+    parser.add_argument(
+        "--transport",
+        choices=("naiad", "grpcio"),
+        default="naiad",
+        help="naiad's gRPC transport (--grpc-transport): its own HTTP/2 or grpc.aio",
+    )
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
@@ -61,7 +67,9 @@ def main() -> int:
         try:
             port = free_port()
             servers["naiad"] = (
-                start_naiad(naiad_repo, port, Path(tmp) / "naiad.log", "grpc"),
+                start_naiad(
+                    naiad_repo, port, Path(tmp) / "naiad.log", "grpc", grpc_transport=args.transport
+                ),
                 port,
             )
             if with_triton:
