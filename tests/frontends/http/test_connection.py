@@ -50,8 +50,8 @@ class _Frontend:
         self.loop = asyncio.get_running_loop()
         self.connections: set[HttpConnection] = set()
 
-    def connection_closed(self) -> None:
-        pass
+    def connection_closed(self, conn: HttpConnection) -> None:
+        self.connections.discard(conn)
 
 
 async def test_disconnect_cancels_the_request_in_flight() -> None:

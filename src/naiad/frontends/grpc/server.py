@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING, Any
 import grpc
 
 from naiad.frontends.grpc import handlers, health
+from naiad.frontends.grpc.http2.connection import Connection
 from naiad.frontends.grpc.http2.server import Http2Server, tls_context
 from naiad.frontends.grpc.restricted import parse_restricted
 
@@ -148,7 +149,13 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
     server = Http2Server(services, options, ZLIB_LEVELS[level])
     files = _tls_files(options)
     tls = None if files is None else tls_context(files[1], files[0], files[2], files[3])
-    port = await server.listen(options.grpc_address, options.grpc_port, tls)
+    port = await server.listen(
+        lambda: Connection(server),
+        options.grpc_address,
+        options.grpc_port,
+        tls,
+        options.grpc_reuse_port,
+    )
     return GrpcFrontend(server, port)
 
 

@@ -69,13 +69,12 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
-        self.frontend.connections.discard(self)
         for req in (self._current, *self._pending):
             if req is not None and req.core is not None:
                 req.core.cancelled = True
         self._pending.clear()
         self._wake_writer()
-        self.frontend.connection_closed()
+        self.frontend.connection_closed(self)
 
     def data_received(self, data: bytes) -> None:
         try:

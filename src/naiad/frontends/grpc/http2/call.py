@@ -143,8 +143,10 @@ class Call:
         if end_stream:
             self.remote_closed = True  # before the handler can answer (eagerly, within this call)
         buffer = self.buffer
-        if not buffer and len(payload) >= 5 and int.from_bytes(payload[1:5], "big") + 5 == len(
-            payload
+        if (
+            not buffer
+            and len(payload) >= 5
+            and int.from_bytes(payload[1:5], "big") + 5 == len(payload)
         ):
             self._message(payload[0], payload[5:])  # the common case: one whole message
         else:
