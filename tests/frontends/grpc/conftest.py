@@ -28,3 +28,14 @@ def grpc_server(grpc_case_repo: Path) -> Iterator[object]:
 def grpc_url(grpc_server: object) -> str:
     """``host:port`` as tritonclient wants it."""
     return f"127.0.0.1:{grpc_server.grpc_port}"  # type: ignore[attr-defined]
+
+
+@pytest.fixture(scope="session")
+def grpcio_url(grpc_case_repo: Path) -> Iterator[str]:
+    """The same models served on the ``grpc.aio`` transport (``--grpc-transport grpcio``)."""
+    from naiad import Server
+
+    server = Server(model_repository=grpc_case_repo, grpc_port=0, grpc_transport="grpcio")
+    server.start()
+    yield f"127.0.0.1:{server.grpc_port}"
+    server.stop()

@@ -1,4 +1,5 @@
-"""Every shared inference case over gRPC: sync and aio clients, unary and streaming."""
+"""Every shared inference case over gRPC: sync and aio clients, unary and streaming;
+the sync ones again on the ``grpc.aio`` transport."""
 
 from __future__ import annotations
 
@@ -28,3 +29,9 @@ def test_sync_stream(grpc_url: str, case: InferCase) -> None:
 @pytest.mark.parametrize("case", CASE_PARAMS)
 async def test_aio_stream(grpc_url: str, case: InferCase) -> None:
     await run_aio_stream(grpc_url, case)
+
+
+@pytest.mark.parametrize("case", CASE_PARAMS)
+def test_grpcio_transport(grpcio_url: str, case: InferCase) -> None:
+    run_sync(grpcio_url, case)
+    run_stream(grpcio_url, case)
