@@ -63,3 +63,22 @@ class Listener:
         if self.server is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+
+def tls_context(
+    cert: str,
+    key: str | None,
+    root: str | None,
+    require_client_cert: bool,
+    alpn: tuple[str, ...] = (),
+) -> ssl.SSLContext:
+    """A server TLS context; ``root`` is the CA that client certificates are checked against."""
+    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+    context.load_cert_chain(cert, key)
+    if root:
+        context.load_verify_locations(root)
+    if require_client_cert:
+        context.verify_mode = ssl.CERT_REQUIRED
+    if alpn:
+        context.set_alpn_protocols(list(alpn))
+    return context

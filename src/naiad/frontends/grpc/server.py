@@ -20,8 +20,9 @@ import grpc
 
 from naiad.frontends.grpc import handlers, health
 from naiad.frontends.grpc.http2.connection import Connection
-from naiad.frontends.grpc.http2.server import Http2Server, tls_context
+from naiad.frontends.grpc.http2.server import Http2Server
 from naiad.frontends.grpc.restricted import parse_restricted
+from naiad.frontends.listener import tls_context
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
@@ -148,7 +149,10 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
     level = _compression_level(options)
     server = Http2Server(services, options, ZLIB_LEVELS[level])
     files = _tls_files(options)
-    tls = None if files is None else tls_context(files[1], files[0], files[2], files[3])
+    tls = None
+    if files is not None:
+        key, cert, root, mutual = files
+        tls = tls_context(cert, key, root, mutual, alpn=("h2",))  # gRPC clients insist on h2
     port = await server.listen(
         lambda: Connection(server),
         options.grpc_address,

@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING
 
 from naiad.frontends.http.app import HttpApp
 from naiad.frontends.http.protocol import HttpConnection
-from naiad.frontends.listener import Listener
+from naiad.frontends.listener import Listener, tls_context
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
@@ -21,19 +21,15 @@ class HttpFrontend(Listener):
         super().__init__()
         self.app = HttpApp(dataplane, options)
         self.max_input_size = options.http_max_input_size
-        self.ssl = tls_context(options)
+        self.ssl = https_context(options)
 
 
-def tls_context(options: ServerOptions) -> ssl.SSLContext | None:
-    """The HTTPS context, or None for plain HTTP."""
+def https_context(options: ServerOptions) -> ssl.SSLContext | None:
+    """The HTTPS context (client certificates required when a root CA is given), or None."""
     if not options.http_ssl_cert:
         return None
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(options.http_ssl_cert, options.http_ssl_key or None)
-    if options.http_ssl_root_cert:
-        context.load_verify_locations(options.http_ssl_root_cert)
-        context.verify_mode = ssl.CERT_REQUIRED
-    return context
+    root = options.http_ssl_root_cert or None
+    return tls_context(options.http_ssl_cert, options.http_ssl_key or None, root, bool(root))
 
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> HttpFrontend:

@@ -11,6 +11,7 @@ writer.
 from __future__ import annotations
 
 import asyncio
+import base64
 import gzip
 import inspect
 import logging
@@ -77,8 +78,6 @@ _TRANSPORT_HEADERS = frozenset((b"content-type", b"te", b"grpc-message-type"))
 
 
 def _unbase64(value: bytes) -> bytes:
-    import base64
-
     return base64.b64decode(value + b"=" * (-len(value) % 4))
 
 
@@ -290,8 +289,8 @@ class Call:
         if self.headers_sent:
             return b""
         self.headers_sent = True
-        block = self.conn.response_head
-        level = self.conn.compression_level
+        block = self.conn.server.response_head
+        level = self.conn.server.compression_level
         if level and self.head.accept:
             accepted = {e.strip() for e in self.head.accept.split(b",")}
             for encoding in (b"gzip", b"deflate"):
@@ -301,8 +300,9 @@ class Call:
                     break
         return wire.frame(wire.HEADERS, wire.END_HEADERS, self.stream_id, block)
 
-    def _trailers(self, code: grpc.StatusCode, details: str) -> bytes:
-        block = self.conn.status_block(code.value[0], details)
+    def _trailers(self, code: grpc.StatusCode, details: str, head: bytes = b"") -> bytes:
+        """The frame that ends the stream with a status (after ``head``'s fields, if any)."""
+        block = head + self.conn.server.status_block(code.value[0], details)
         return wire.frame(wire.HEADERS, wire.END_HEADERS | wire.END_STREAM, self.stream_id, block)
 
     def _send_message(self, payload: bytes) -> None:
@@ -327,12 +327,10 @@ class Call:
         if self.headers_sent:
             self.conn.send(self, b"", None, self._trailers(code, details))
             return
-        self.headers_sent = True
-        block = self.conn.response_head + self.conn.status_block(code.value[0], details)
-        trailers_only = wire.frame(
-            wire.HEADERS, wire.END_HEADERS | wire.END_STREAM, self.stream_id, block
+        self.headers_sent = True  # trailers-only: the response headers and the status at once
+        self.conn.send(
+            self, b"", None, self._trailers(code, details, self.conn.server.response_head)
         )
-        self.conn.send(self, b"", None, trailers_only)
 
 
 class _Requests:

@@ -45,8 +45,6 @@ class Connection(asyncio.Protocol):
     def __init__(self, server: Http2Server) -> None:
         self.server = server
         self.handlers = server.handlers
-        self.compression_level = server.compression_level
-        self.response_head = server.response_head
         self.loop = server.loop
         self.transport: asyncio.Transport | None = None
         self.peer = ""
@@ -422,9 +420,6 @@ class Connection(asyncio.Protocol):
         if call.trailers is not None:
             trailers, call.trailers = call.trailers, None
             self._end(call, trailers)
-
-    def status_block(self, code: int, details: str) -> bytes:
-        return self.server.status_block(code, details)
 
     def _forget(self, call: Call) -> None:
         if self.streams.get(call.stream_id) is call:

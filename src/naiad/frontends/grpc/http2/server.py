@@ -9,7 +9,6 @@ runs the schedulers, with no thread hop.
 
 from __future__ import annotations
 
-import ssl
 from collections.abc import Mapping
 from typing import TYPE_CHECKING
 
@@ -55,15 +54,3 @@ class Http2Server(Listener):
         if details:
             block += wire.literal(b"grpc-message", wire.grpc_message(details))
         return block
-
-
-def tls_context(cert: str, key: str, root: str | None, require_client_cert: bool) -> ssl.SSLContext:
-    """A server TLS context that negotiates ``h2`` (gRPC clients insist on ALPN)."""
-    context = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
-    context.load_cert_chain(cert, key)
-    if root:
-        context.load_verify_locations(root)
-    if require_client_cert:
-        context.verify_mode = ssl.CERT_REQUIRED
-    context.set_alpn_protocols(["h2"])
-    return context
