@@ -184,7 +184,9 @@ def main() -> int:
             results: dict[str, list[float]] = {}
             batches: list[float] = []
             for rnd in range(args.rounds):
-                for name, (_, port) in servers.items():
+                order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
+                for name in order:
+                    port = servers[name][1]
                     before = model_stats(port)
                     url = f"127.0.0.1:{port}"
                     tput = perf("matmul", url, args.concurrency, args.interval)["throughput"]

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
 import threading
 import time
 
@@ -187,3 +190,24 @@ def test_wrong_dtype_from_numpy_is_refused(repo, serve):
     server = serve(repo)
     with pytest.raises(InvalidArgument, match="data-type is 'FP64'"):
         server.infer("m", {"INPUT0": np.zeros((1, 16))})
+
+
+@pytest.mark.parametrize(("preset", "expected"), [(None, "1"), ("0", "0")])
+def test_telemetry_is_off_unless_the_environment_asks(preset, expected):
+    """ONNX Runtime reads ORT_DISABLE_TELEMETRY when it is imported, so it must be set by then."""
+    env = {k: v for k, v in os.environ.items() if k != "ORT_DISABLE_TELEMETRY"}
+    if preset is not None:
+        env["ORT_DISABLE_TELEMETRY"] = preset
+    code = (  # what the environment says at the moment onnxruntime is imported
+        "import os, sys\n"
+        "class Spy:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'onnxruntime':\n"
+        "            print(os.environ.get('ORT_DISABLE_TELEMETRY'))\n"
+        "sys.meta_path.insert(0, Spy())\n"
+        "import naiad.backends.onnxruntime\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, check=True
+    )
+    assert done.stdout.strip() == expected

@@ -9,12 +9,18 @@ onnxruntime backend.
 from __future__ import annotations
 
 import ctypes
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
-import onnxruntime as ort
+
+# ONNX Runtime 1.31's wheels send usage telemetry (a DNS lookup of Microsoft's
+# collector every ~10 s, uploads when it resolves) unless this is set when
+# the module is imported; a server does not phone home unless asked to.
+os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
+import onnxruntime as ort  # noqa: E402
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan

@@ -206,6 +206,36 @@ def test_execution_env_path_does_not_fail(repo, serve):
     np.testing.assert_array_equal(out["OUTPUT0"], A + B)
 
 
+STUB_ENV = """
+import os
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        names = ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ORT_DISABLE_TELEMETRY")
+        out = np.array([float(os.environ.get(k, "-1")) for k in names] + [0], dtype=np.float32)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", out),
+                pb_utils.Tensor("OUTPUT1", out)]) for r in requests]
+"""
+
+
+def test_stub_environment_defaults(repo, serve, monkeypatch):
+    """One BLAS thread and no ONNX Runtime telemetry, unless the server's environment says."""
+    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
+    add_sub(repo, source=STUB_ENV)
+    out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
+    np.testing.assert_array_equal(out["OUTPUT0"], [1, 1, 1, 0])
+
+
+def test_stub_environment_follows_the_servers(repo, serve, monkeypatch):
+    monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
+    add_sub(repo, source=STUB_ENV)
+    out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
+    np.testing.assert_array_equal(out["OUTPUT0"], [3, 1, 0, 0])
+
+
 def test_unknown_output_name_fails_the_response(repo, serve):
     source = """
 import triton_python_backend_utils as pb_utils

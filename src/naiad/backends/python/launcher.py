@@ -40,6 +40,18 @@ BOOTSTRAP = (
 
 _unpack_lock = threading.Lock()
 
+#: Environment a stub starts with unless the server's sets these.  A BLAS
+#: pool sized to the machine keeps spinning on every core after each call
+#: (OpenBLAS; MKL likewise), starving the server's loop and the other
+#: instances; serving scales with instances, not BLAS threads (Dask's workers
+#: make the same choice).  A model importing onnxruntime must not send its
+#: telemetry either (see ``naiad.backends.onnxruntime``).
+STUB_ENV_DEFAULTS = {
+    "OPENBLAS_NUM_THREADS": "1",
+    "MKL_NUM_THREADS": "1",
+    "ORT_DISABLE_TELEMETRY": "1",
+}
+
 
 class Interpreter:
     """A Python executable and the environment variables to run it with."""
@@ -51,7 +63,7 @@ class Interpreter:
 
 def interpreter_for(env_path: str, model_dir: Path) -> Interpreter:
     """The interpreter for a model's ``EXECUTION_ENV_PATH`` (empty: the server's own)."""
-    env = dict(os.environ)
+    env = {**STUB_ENV_DEFAULTS, **os.environ}
     if not env_path:
         return Interpreter(sys.executable, env)
     path = Path(env_path.replace("$$TRITON_MODEL_DIRECTORY", str(model_dir)))
