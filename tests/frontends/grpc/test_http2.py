@@ -280,3 +280,93 @@ def test_grpcio_transport_still_serves(grpc_case_repo: Path, serve: Any) -> None
 def test_invalid_transport_is_refused(grpc_case_repo: Path, serve: Any) -> None:
     with pytest.raises(ValueError, match="invalid --grpc-transport 'h3'"):
         serve(grpc_case_repo, grpc=True, grpc_transport="h3")
+
+
+GATED_MODEL = """
+import os, time
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        while not os.path.exists({gate!r}):
+            time.sleep(0.01)
+        return [pb_utils.InferenceResponse([pb_utils.Tensor("OUT", np.zeros(1, np.float32))])
+                for r in requests]
+"""
+
+GATED_CONFIG = """name: "gated"
+backend: "python"
+input [{ name: "IN" data_type: TYPE_FP32 dims: [-1] }]
+output [{ name: "OUT" data_type: TYPE_FP32 dims: [1] }]
+"""
+
+
+def test_a_stream_is_read_only_as_fast_as_its_requests_are_answered(
+    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past MAX_IN_FLIGHT requests the stream stops reading and its window stays shut."""
+    from naiad.frontends.grpc import stream as stream_module
+    from naiad.frontends.grpc.http2.connection import STREAM_WINDOW
+
+    monkeypatch.setattr(stream_module, "MAX_IN_FLIGHT", 2)
+    gate = tmp_path / "gate"
+    model = tmp_path / "models" / "gated"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(GATED_MODEL.format(gate=str(gate)))
+    (model / "config.pbtxt").write_text(GATED_CONFIG)
+    server = serve(tmp_path / "models", grpc=True)
+
+    request = pb.ModelInferRequest(model_name="gated")
+    request.inputs.add(name="IN", datatype="FP32", shape=[1 << 18])
+    request.raw_input_contents.append(bytes(1 << 20))  # 1 MiB of zeros
+    body = request.SerializeToString()
+    message = b"\x00" + len(body).to_bytes(4, "big") + body
+    count = (STREAM_WINDOW - 1) // len(message)  # as many as the stream's window lets out
+    client = RawClient(server.grpc_port)
+    try:
+        block = client.encoder.encode(
+            [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"),
+             (":path", "/inference.GRPCInferenceService/ModelStreamInfer"),
+             ("content-type", "application/grpc"), ("te", "trailers")]
+        )  # fmt: skip
+        client.sock.sendall(frame(HEADERS, 0x4, 1, block))
+        data = message * count
+        for start in range(0, len(data), 16384):
+            client.sock.sendall(frame(DATA, 0, 1, data[start : start + 16384]))
+        # Two requests are in the model, the rest wait unread: no window for stream 1.
+        client.sock.settimeout(1.0)
+        with pytest.raises(socket.timeout):
+            while True:
+                got = client.next_frame()
+                assert got is not None
+                assert (got[0], got[2]) != (WINDOW_UPDATE, 1), "window granted before reading"
+        client.sock.settimeout(30)
+        gate.touch()  # the model answers; the stream reads on and opens the window
+        answers, granted = b"", False
+        while True:
+            got = client.next_frame()
+            assert got is not None, "connection closed mid-stream"
+            kind, flags, sid, payload = got
+            if sid != 1:
+                continue
+            if kind == DATA:
+                answers += payload
+            elif kind == WINDOW_UPDATE and not granted:
+                granted = True
+                client.sock.sendall(frame(DATA, 0x1, 1, b""))  # half-close: that was all
+            elif kind == HEADERS and flags & 0x1:
+                assert dict(client.decoder.decode(payload))["grpc-status"] == "0"
+                break
+            elif kind == HEADERS:
+                client.decoder.decode(payload)  # the response head (keeps HPACK in step)
+        assert granted
+        replies = []
+        while answers:
+            size = int.from_bytes(answers[1:5], "big")
+            replies.append(pb.ModelStreamInferResponse.FromString(answers[5 : 5 + size]))
+            answers = answers[5 + size :]
+        assert len(replies) == count
+        assert all(not r.error_message and r.infer_response.model_name == "gated" for r in replies)
+    finally:
+        client.close()

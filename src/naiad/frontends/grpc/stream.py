@@ -35,6 +35,11 @@ log = logging.getLogger("naiad.grpc")
 ENDPOINT = "ModelStreamInfer RPC"
 FINAL = "triton_final_response"
 
+#: Requests of one stream in the server, and answers waiting for the client to
+#: take them, at once.  At this many the stream stops reading; HTTP/2 flow
+#: control then holds the client back until answers go out.
+MAX_IN_FLIGHT = 1024
+
 Message = pb.ModelStreamInferResponse
 
 
@@ -77,6 +82,7 @@ class _Stream:
         self.live: set[InferenceRequest] = set()
         self.tasks: set[asyncio.Task[None]] = set()
         self.in_flight = 0
+        self.room: asyncio.Future[None] | None = None  # the reader waits on it at the limit
         self.reading = True
         self.failure: NaiadError | None = None  # triton_grpc_error mode: the stream's status
         self.closed = False  # the rpc ended: later answers are dropped
@@ -88,6 +94,7 @@ class _Stream:
                 msg = await self.out.get()
                 if msg is None:
                     break
+                self._wake_reader()
                 await self.context.write(msg)
         finally:
             # Client cancel, deadline or a failed write: stop everything of this stream.
@@ -105,6 +112,9 @@ class _Stream:
     async def _read(self) -> None:
         try:
             while True:
+                while self.in_flight + self.out.qsize() >= MAX_IN_FLIGHT:
+                    self.room = asyncio.get_running_loop().create_future()
+                    await self.room
                 msg = await self.context.read()
                 if msg is grpc.aio.EOF:
                     break
@@ -223,7 +233,13 @@ class _Stream:
 
     def _request_done(self) -> None:
         self.in_flight -= 1
+        self._wake_reader()
         self._maybe_done()
+
+    def _wake_reader(self) -> None:
+        room = self.room
+        if room is not None and not room.done():
+            room.set_result(None)
 
     def _maybe_done(self) -> None:
         # Half-closed by the client and everything answered: end the rpc with OK.

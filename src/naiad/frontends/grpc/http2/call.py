@@ -122,7 +122,7 @@ class Call:
         self.task: Started | None = None  # the handler, while it waits
         self.timer: asyncio.TimerHandle | None = None
         self.buffer = bytearray()
-        self.messages: deque[Any] = deque()
+        self.messages: deque[tuple[Any, int]] = deque()  # streaming: (message, wire size)
         self.waiter: asyncio.Future[None] | None = None
         self.compress: Callable[[bytes], bytes] | None = None
 
@@ -147,7 +147,7 @@ class Call:
             and len(payload) >= 5
             and int.from_bytes(payload[1:5], "big") + 5 == len(payload)
         ):
-            self._message(payload[0], payload[5:])  # the common case: one whole message
+            self._message(payload[0], payload[5:], len(payload))  # the common case
         else:
             buffer += payload
             while len(buffer) >= 5:
@@ -158,14 +158,15 @@ class Call:
                     message = view[5:size].tobytes()
                 compressed = buffer[0]
                 del buffer[:size]
-                self._message(compressed, message)
+                self._message(compressed, message, size)
         if end_stream:
             if self.handler.request_streaming:
                 self._wake()
             elif self.task is None and not self.finished:
                 self.finish(grpc.StatusCode.INTERNAL, "the request has no message")
 
-    def _message(self, compressed: int, raw: memoryview | bytes) -> None:
+    def _message(self, compressed: int, raw: memoryview | bytes, size: int) -> None:
+        """One request message; ``size``: its bytes on the wire, granted once it is read."""
         if compressed:
             decompress = _DECOMPRESS.get(self.head.encoding)
             if decompress is None:
@@ -181,7 +182,7 @@ class Call:
             self.finish(grpc.StatusCode.INTERNAL, f"failed to parse the request message: {exc}")
             return
         if self.handler.request_streaming:
-            self.messages.append(message)
+            self.messages.append((message, size))
             self._wake()
         elif self.task is None and not self.finished:
             self.task = start_eagerly(self.conn.loop, self._run(message))
@@ -263,7 +264,9 @@ class Call:
                 return grpc.aio.EOF
             self.waiter = asyncio.get_running_loop().create_future()
             await self.waiter
-        return self.messages.popleft()
+        message, size = self.messages.popleft()
+        self.conn.grant(self, size)
+        return message
 
     async def write(self, message: Any) -> None:
         """Send a response message; returns once flow control and the socket take it."""

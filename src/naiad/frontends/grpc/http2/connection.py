@@ -197,11 +197,18 @@ class Connection(asyncio.Protocol):
             return  # a stream this side already ended; its client has not heard yet
         end = bool(flags & wire.END_STREAM)
         if not end:
-            call.recv_consumed += length
-            if call.recv_consumed >= STREAM_WINDOW // 2:
-                self._write(wire.window_update(stream, call.recv_consumed))
-                call.recv_consumed = 0
+            # A streaming call's messages are granted as its handler reads them
+            # (Call.read): a client that streams faster than the model runs waits
+            # for window instead of filling the server's memory.
+            self.grant(call, length - len(payload) if call.handler.request_streaming else length)
         call.data(payload, end)
+
+    def grant(self, call: Call, consumed: int) -> None:
+        """``consumed`` bytes of the stream are dealt with: open its window by that much."""
+        call.recv_consumed += consumed
+        if call.recv_consumed >= STREAM_WINDOW // 2 and not (call.remote_closed or call.finished):
+            self._write(wire.window_update(call.stream_id, call.recv_consumed))
+            call.recv_consumed = 0
 
     def _headers(self, stream: int, flags: int, payload: memoryview) -> None:
         if flags & wire.PADDED:
