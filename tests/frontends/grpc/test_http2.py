@@ -163,6 +163,28 @@ def test_response_waits_for_the_flow_control_window(http2_port: int) -> None:
         client.close()
 
 
+def test_a_shrunk_header_table_is_acknowledged_in_every_header_block(http2_port: int) -> None:
+    # SETTINGS_HEADER_TABLE_SIZE = 0: each header block the server writes must start with a
+    # dynamic table size update (RFC 7541 §4.2); strict decoders (nghttp2) require it.
+    client = RawClient(http2_port, struct.pack(">HI", 0x1, 0))
+    client.decoder.max_allowed_table_size = 0
+    try:
+        blocks = []
+        for stream in (1, 3):
+            client.request(stream, "ServerLive", pb.ServerLiveRequest().SerializeToString())
+            while True:
+                kind, flags, sid, payload = client.until(HEADERS, stream)
+                blocks.append(payload)
+                fields = dict(client.decoder.decode(payload))
+                if flags & 0x1:
+                    assert fields["grpc-status"] == "0"
+                    break
+                assert fields[":status"] == "200"
+        assert len(blocks) == 4 and all(block[:1] == b"\x20" for block in blocks)
+    finally:
+        client.close()
+
+
 @pytest.mark.parametrize(
     "garbage, code",
     [

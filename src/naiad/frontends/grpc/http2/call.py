@@ -292,7 +292,7 @@ class Call:
         if self.headers_sent:
             return b""
         self.headers_sent = True
-        block = self.conn.server.response_head
+        block = self.conn.table_update + self.conn.server.response_head
         level = self.conn.server.compression_level
         if level and self.head.accept:
             accepted = {e.strip() for e in self.head.accept.split(b",")}
@@ -305,7 +305,9 @@ class Call:
 
     def _trailers(self, code: grpc.StatusCode, details: str, head: bytes = b"") -> bytes:
         """The frame that ends the stream with a status (after ``head``'s fields, if any)."""
-        block = head + self.conn.server.status_block(code.value[0], details)
+        block = (
+            self.conn.table_update + head + self.conn.server.status_block(code.value[0], details)
+        )
         return wire.frame(wire.HEADERS, wire.END_HEADERS | wire.END_STREAM, self.stream_id, block)
 
     def _send_message(self, payload: bytes) -> None:

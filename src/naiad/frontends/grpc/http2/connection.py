@@ -61,6 +61,7 @@ class Connection(asyncio.Protocol):
         self.send_window = wire.DEFAULT_WINDOW
         self.initial_send_window = wire.DEFAULT_WINDOW
         self.max_send_frame = wire.DEFAULT_MAX_FRAME
+        self.table_update = b""  # a dynamic table size update, once the peer shrank it
         self.recv_consumed = 0
         self.blocked: dict[int, Call] = {}  # streams waiting for connection window
         self.paused = False
@@ -299,6 +300,13 @@ class Connection(asyncio.Protocol):
                     call.send_window += delta
             elif key == wire.MAX_FRAME_SIZE:
                 self.max_send_frame = value
+            elif key == wire.HEADER_TABLE_SIZE and (
+                self.table_update or value < wire.DEFAULT_TABLE_SIZE
+            ):
+                # The encoder never adds to its table, but a peer that shrinks it must
+                # hear so at the start of the next header block (RFC 7541 §4.2); every
+                # block says it, so it does not matter which one is written first.
+                self.table_update = wire.table_size_update(min(value, wire.DEFAULT_TABLE_SIZE))
         self._write(wire.frame(wire.SETTINGS, wire.ACK, 0))
         for call in list(self.streams.values()):
             if call.pending:

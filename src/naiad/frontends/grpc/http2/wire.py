@@ -25,6 +25,7 @@ PADDED = 0x8
 PRIORITY_FLAG = 0x20
 
 # SETTINGS identifiers.
+HEADER_TABLE_SIZE = 0x1
 INITIAL_WINDOW_SIZE = 0x4
 MAX_FRAME_SIZE = 0x5
 
@@ -100,6 +101,12 @@ def literal(name: bytes, value: bytes) -> bytes:
 
 
 STATUS_200 = b"\x88"  # static table entry 8, ":status: 200"
+DEFAULT_TABLE_SIZE = 4096
+
+
+def table_size_update(size: int) -> bytes:
+    """RFC 7541 §6.3: the encoder's dynamic table is now ``size`` octets."""
+    return _integer(size, 5, 0x20)
 
 
 # -- gRPC -------------------------------------------------------------------------------
