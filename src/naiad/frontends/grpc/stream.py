@@ -94,8 +94,8 @@ class _Stream:
                 msg = await self.out.get()
                 if msg is None:
                     break
-                self._wake_reader()
                 await self.context.write(msg)
+                self._wake_reader()  # one answer fewer waiting for the client
         finally:
             # Client cancel, deadline or a failed write: stop everything of this stream.
             # Requests are marked, not their tasks cancelled: the core still answers each one
