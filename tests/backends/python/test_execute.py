@@ -222,7 +222,8 @@ class TritonPythonModel:
 
 def test_stub_environment_defaults(repo, serve, monkeypatch):
     """One BLAS thread and no ONNX Runtime telemetry, unless the server's environment says."""
-    monkeypatch.delenv("ORT_DISABLE_TELEMETRY", raising=False)
+    for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ORT_DISABLE_TELEMETRY"):
+        monkeypatch.delenv(name, raising=False)
     add_sub(repo, source=STUB_ENV)
     out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
     np.testing.assert_array_equal(out["OUTPUT0"], [1, 1, 1, 0])
@@ -230,6 +231,7 @@ def test_stub_environment_defaults(repo, serve, monkeypatch):
 
 def test_stub_environment_follows_the_servers(repo, serve, monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
+    monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
     add_sub(repo, source=STUB_ENV)
     out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
