@@ -184,6 +184,7 @@ def py_acc(
     strategy: str = "oldest",
     corrid: str = "TYPE_UINT64",
     count: int = 2,
+    extra: str = "",
 ) -> Path:
     model_dir = repo / name
     (model_dir / "1").mkdir(parents=True)
@@ -197,7 +198,7 @@ output [
   {{ name: "INSTANCE" data_type: TYPE_STRING dims: [1] }}
 ]
 sequence_batching {{
-  {_strategy(strategy, "")}
+  {_strategy(strategy, extra)}
   control_input [
     {{ name: "START" control [{{ kind: CONTROL_SEQUENCE_START bool_false_true: [false, true] }}] }},
     {{ name: "END" control [{{ kind: CONTROL_SEQUENCE_END fp32_false_true: [0, 1] }}] }},

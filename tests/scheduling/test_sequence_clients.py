@@ -28,13 +28,14 @@ STEPS = 3
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     repo = tmp_path_factory.mktemp("sequence_clients")
-    # perf_analyzer may leave one of its sequences alone for over a second on two
-    # shared cores; a long idle timeout keeps such a sequence alive.
+    # On two loaded shared cores a sequence's next request can come over a second after
+    # its last (perf_analyzer's, or a client's while the other sequences run); a long
+    # idle timeout keeps such a sequence alive. No test here relies on the default.
     idle = "max_sequence_idle_microseconds: 600000000"
     acc_state(repo, extra=idle)
     acc_ctl(repo, "acc_direct", strategy="direct", extra=idle)
     acc_ctl(repo, "acc_oldest_str", strategy="oldest", corrid="TYPE_STRING", extra=idle)
-    py_acc(repo, "py_acc", strategy="oldest")
+    py_acc(repo, "py_acc", strategy="oldest", extra=idle)
     with Server(repo, http_port=0, grpc_port=0) as started:
         yield started
 
