@@ -300,13 +300,12 @@ class Connection(asyncio.Protocol):
                     call.send_window += delta
             elif key == wire.MAX_FRAME_SIZE:
                 self.max_send_frame = value
-            elif key == wire.HEADER_TABLE_SIZE and (
-                self.table_update or value < wire.DEFAULT_TABLE_SIZE
-            ):
+            elif key == wire.HEADER_TABLE_SIZE and value < wire.DEFAULT_TABLE_SIZE:
                 # The encoder never adds to its table, but a peer that shrinks it must
                 # hear so at the start of the next header block (RFC 7541 §4.2); every
-                # block says it, so it does not matter which one is written first.
-                self.table_update = wire.table_size_update(min(value, wire.DEFAULT_TABLE_SIZE))
+                # block says it, so it does not matter which one is written first.  A
+                # later, larger setting needs no answer: the table may stay this small.
+                self.table_update = wire.table_size_update(value)
         self._write(wire.frame(wire.SETTINGS, wire.ACK, 0))
         for call in list(self.streams.values()):
             if call.pending:
