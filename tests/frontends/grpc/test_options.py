@@ -95,8 +95,11 @@ def test_header_forwarding(grpc_case_repo: Path, serve: Any) -> None:
 @pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
 @pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streaming"])
 def test_perf_analyzer(grpc_url: str, streaming: bool) -> None:
+    # Windows end on a request count, not a clock: a shared CI machine can stall the
+    # whole process for most of a second, which leaves a short time window empty.
     command = [str(PERF_ANALYZER), "-m", "identity_fp32", "-i", "grpc", "-u", grpc_url,
-               "--concurrency-range", "2", "-p", "500", "--max-trials", "3",
+               "--concurrency-range", "2", "--measurement-mode", "count_windows",
+               "--measurement-request-count", "100", "--max-trials", "3",
                "--stability-percentage", "100000"]  # fmt: skip
     if streaming:
         command.append("--streaming")
