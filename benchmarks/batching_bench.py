@@ -48,6 +48,7 @@ from common import (  # noqa: E402
     free_port,
     perf,
     perf_analyzer_missing,
+    round_order,
     start_naiad,
     start_triton,
     stop,
@@ -184,8 +185,7 @@ def main() -> int:
             results: dict[str, list[float]] = {}
             batches: list[float] = []
             for rnd in range(args.rounds):
-                order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
-                for name in order:
+                for name in round_order(servers, rnd):
                     port = servers[name][1]
                     before = model_stats(port)
                     url = f"127.0.0.1:{port}"

@@ -34,6 +34,7 @@ from common import (
     median,
     perf,
     perf_analyzer_missing,
+    round_order,
     start_naiad,
     start_triton,
     stop,
@@ -68,8 +69,7 @@ def main() -> int:
             try:
                 for rnd in range(args.rounds):
                     for c in args.concurrency:
-                        order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
-                        for name in order:
+                        for name in round_order(servers, rnd):
                             extra = ["-i", "grpc"] if protocol == "grpc" else []
                             r = perf("identity_fp32", f"127.0.0.1:{servers[name][1]}", c,
                                      args.interval, *extra)  # fmt: skip

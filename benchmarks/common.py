@@ -165,6 +165,13 @@ def perf(
     }
 
 
+def round_order(names: Iterable[str], rnd: int) -> list[str]:
+    """The servers in the order round ``rnd`` runs them: reversed every other round,
+    so that whatever drifts during a run (heat, steal) does not always favour one."""
+    order = list(names)
+    return order if rnd % 2 == 0 else order[::-1]
+
+
 def median(runs: list[dict[str, float]], key: str) -> float:
     return statistics.median(r[key] for r in runs)
 

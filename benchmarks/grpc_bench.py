@@ -27,6 +27,7 @@ from common import (
     TRITONSERVER,
     free_port,
     perf_analyzer_missing,
+    round_order,
     start_naiad,
     start_triton,
     stop,
@@ -80,8 +81,7 @@ def main() -> int:
                 wait_ready(port, proc, protocol="grpc")
             for rnd in range(args.rounds):
                 for c in args.concurrency:
-                    order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
-                    for name in order:
+                    for name in round_order(servers, rnd):
                         r = perf(servers[name][1], c, args.streaming, args.interval)
                         results.setdefault((name, c), []).append(r)
                         print(f"round {rnd + 1} {name:6} c={c:<3} {r['throughput']:9.1f} infer/s  "

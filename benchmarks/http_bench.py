@@ -25,6 +25,7 @@ from common import (
     TRITONSERVER,
     free_port,
     perf_analyzer_missing,
+    round_order,
     start_naiad,
     start_triton,
     stop,
@@ -107,8 +108,7 @@ def main() -> int:
             for rnd in range(args.rounds):
                 for fmt in args.formats:
                     for c in args.concurrency:
-                        order = list(servers) if rnd % 2 == 0 else list(reversed(servers))
-                        for name in order:
+                        for name in round_order(servers, rnd):
                             r = perf(servers[name][1], c, fmt == "json", args.interval)
                             results.setdefault((name, fmt, c), []).append(r)
                             print(f"round {rnd + 1} {name:6} {fmt:6} c={c:<3} "

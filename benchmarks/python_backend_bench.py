@@ -22,6 +22,7 @@ from common import (
     median,
     perf,
     perf_analyzer_missing,
+    round_order,
     start_naiad,
     start_triton,
     stop,
@@ -61,7 +62,7 @@ def main() -> int:
         repos = {"process": repository(root, False), "thread": repository(root, True)}
         repos["triton"] = repos["process"]
         for r in range(args.rounds):
-            order = args.servers if r % 2 == 0 else list(reversed(args.servers))
+            order = round_order(args.servers, r)
             for protocol in args.protocols:
                 for kind in order:
                     results_of(kind, protocol, repos[kind], root, args, results)
