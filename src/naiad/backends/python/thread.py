@@ -56,6 +56,11 @@ def _pb_array(array: np.ndarray, code: int) -> np.ndarray:
     return array.view(np.uint16) if code == _BF16 else array
 
 
+def _writable(array: np.ndarray) -> np.ndarray:
+    """Models may write into their inputs, as in a stub; a view on a request body is read-only."""
+    return array if array.flags.writeable else array.copy()
+
+
 def _core_array(array: np.ndarray, code: int) -> np.ndarray:
     return array.view(datatypes.BF16.numpy) if code == _BF16 else array
 
@@ -245,7 +250,9 @@ class ThreadInstance(ModelInstance):
         for i, r in enumerate(requests):
             tensors = [
                 Tensor._wrap(
-                    t.name, _pb_array(t.array(), t.datatype.config_enum), t.datatype.config_enum
+                    t.name,
+                    _pb_array(_writable(t.array()), t.datatype.config_enum),
+                    t.datatype.config_enum,
                 )
                 for t in r.inputs
             ]
