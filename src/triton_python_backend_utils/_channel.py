@@ -25,22 +25,26 @@ class Channel:
     def __init__(self, link: Link) -> None:
         self.link = link
         self.handlers: dict[int, Handler] = {}
-        self.cv = threading.Condition()
+        # ``with lock`` runs in C, ``with _cv`` in Python: between batches nobody
+        # else waits, so the lock alone guards the state and ``_cv`` is only
+        # touched while some thread sleeps on it.
+        self._lock = threading.RLock()
+        self._cv = threading.Condition(self._lock)
+        self._sleepers = 0
         self._reader: int | None = None
         self._async_waiting = 0
         self._backup: threading.Thread | None = None
 
     def pump_until(self, done: Callable[[], bool]) -> None:
         """Return once ``done()``; read and dispatch frames meanwhile if nobody else does."""
-        me = threading.get_ident()
-        with self.cv:
+        with self._lock:
             while True:
                 if done():
                     return
                 if self._reader is None:
-                    self._reader = me
+                    self._reader = threading.get_ident()
                     break
-                self.cv.wait()
+                self._sleep()
         try:
             link = self.link
             while not done():
@@ -52,34 +56,45 @@ class Channel:
                     self.handlers[mtype](body)
                     link.consumed(seq)
         finally:
-            with self.cv:
+            with self._lock:
                 self._reader = None
-                self.cv.notify_all()
+                if self._sleepers:
+                    self._cv.notify_all()
+
+    def _sleep(self) -> None:
+        """``_cv.wait()``, counted; call with the lock held."""
+        self._sleepers += 1
+        try:
+            self._cv.wait()
+        finally:
+            self._sleepers -= 1
 
     def notify(self) -> None:
         """Wake waiters after changing what their ``done()`` looks at."""
-        with self.cv:
-            self.cv.notify_all()
+        with self._lock:
+            if self._sleepers:
+                self._cv.notify_all()
 
     # -- coroutines waiting for messages ----------------------------------------
 
     def async_wait_begin(self) -> None:
-        with self.cv:
+        with self._lock:
             self._async_waiting += 1
             if self._backup is None:
                 self._backup = threading.Thread(
                     target=self._backup_loop, name="naiad-stub-reader", daemon=True
                 )
                 self._backup.start()
-            self.cv.notify_all()
+            if self._sleepers:
+                self._cv.notify_all()
 
     def async_wait_end(self) -> None:
-        with self.cv:
+        with self._lock:
             self._async_waiting -= 1
 
     def _backup_loop(self) -> None:
         while True:
-            with self.cv:
+            with self._lock:
                 while not self._async_waiting:
-                    self.cv.wait()
+                    self._sleep()
             self.pump_until(lambda: not self._async_waiting)

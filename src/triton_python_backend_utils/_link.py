@@ -9,11 +9,13 @@ server, slot 1: the stub), which frees the pool blocks those frames used.
 
 from __future__ import annotations
 
+import functools
 import mmap
 import os
 import socket
 import struct
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
@@ -38,11 +40,14 @@ class Link:
         self.ctrl = mmap.mmap(ctrl_fd, CTRL_BYTES)
         self._mine = 8 * side
         self._theirs = 8 * (1 - side)
-        self.dtypes = dtypes
         self.peer: dict[int, Segment] = {}
         self.pool = Pool(self._announce, self._peer_consumed, segment_bytes)
         self.seq = 0  # last frame sent
         self.lock = threading.RLock()
+        #: ``tensor(desc, copy)``: the array a received description names (see ``_wire``).
+        self.tensor: Callable[[list, bool], np.ndarray] = functools.partial(
+            _wire.get_tensor, self.peer, dtypes
+        )
 
     # -- sequence numbers ----------------------------------------------------
 
@@ -75,7 +80,10 @@ class Link:
         self.send_frame(frame, [])
 
     def send_frame(self, frame: bytes, fds: list[int]) -> None:
-        self.sock.sendmsg([frame], _wire.fd_ancillary(fds))
+        if fds:
+            self.sock.sendmsg([frame], _wire.fd_ancillary(fds))
+        else:
+            self.sock.send(frame)
 
     # -- receiving ---------------------------------------------------------------
 
@@ -97,6 +105,3 @@ class Link:
             body = _wire.loads(self.peer[seg_id].mm[offset : offset + nbytes])
             return mtype, seq, body
         return mtype, seq, _wire.loads(data[_wire.HEADER.size :])
-
-    def tensor(self, desc: list, copy: bool) -> np.ndarray:
-        return _wire.get_tensor(self.peer, desc, self.dtypes, copy)

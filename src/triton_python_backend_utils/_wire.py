@@ -1,13 +1,15 @@
 """The stub protocol: frames on a SOCK_SEQPACKET socket, tensor bytes in shared memory.
 
 A frame is a 9-byte header (message type, sequence number) and a body of
-control data (lists, dicts, str, int, float, bool, None) in ``marshal``
-format 4: C-fast, stable across Python 3 versions for these types, and,
-unlike pickle, unable to build arbitrary objects.  Tensors never go through
-it: a tensor is described as ``[name, datatype, shape, segment, offset,
-nbytes]`` and its bytes lie in a segment of the sender's pool (see
-``_arena``).  Frames larger than :data:`MAX_FRAME` put their body in shared
-memory too.
+control data (lists, dicts, str, int, float, bool, bytes, None) in
+``marshal`` format 4: C-fast, stable across Python 3 versions for these
+types, and, unlike pickle, unable to build arbitrary objects.  A tensor is
+described as ``[name, datatype, shape, segment, offset, nbytes]`` and its
+bytes lie in a segment of the sender's pool (see ``_arena``), except a small
+one (:data:`INLINE_MAX` bytes at most), which travels in the frame as
+``[name, datatype, shape, data]``: copying a few bytes twice costs less than
+allocating, pinning and releasing a block.  Frames larger than
+:data:`MAX_FRAME` put their body in shared memory too.
 """
 
 from __future__ import annotations
@@ -43,6 +45,7 @@ SEGMENT, INDIRECT = 40, 41
 
 HEADER = struct.Struct("<BQ")
 MAX_FRAME = 60 * 1024
+INLINE_MAX = 1024
 _ANC = socket.CMSG_SPACE(4 * 4)
 # A plain int: testing a flag against socket.MSG_TRUNC (an IntFlag) runs enum code per frame.
 _MSG_TRUNC = int(socket.MSG_TRUNC)
@@ -50,7 +53,7 @@ MARSHAL_VERSION = 4
 _dumps = marshal.dumps
 _loads = marshal.loads
 
-TensorDesc = list  # [name, dtype, shape, segment, offset, nbytes]
+TensorDesc = list  # [name, dtype, shape, segment, offset, nbytes] or [name, dtype, shape, data]
 
 
 def encode(mtype: int, seq: int, body: Any) -> bytes:
@@ -70,25 +73,25 @@ def recv_frame(sock: socket.socket) -> tuple[bytes, list[int]]:
 
 
 def fd_ancillary(fds: list[int]) -> list[tuple[int, int, bytes]]:
-    if not fds:
-        return []
     return [(socket.SOL_SOCKET, socket.SCM_RIGHTS, struct.pack(f"{len(fds)}i", *fds))]
 
 
 def put_tensor(
     pool: Pool, seq: int, name: str, dtype: int, array: np.ndarray, pinned: bool
 ) -> tuple[TensorDesc, Segment | None]:
-    """Copy ``array`` into ``pool``; the description and the segment (for pinned blocks)."""
+    """Describe ``array``, copying its bytes into the frame or ``pool``; and the pinned segment."""
+    shape = list(array.shape)
     if dtype == TYPE_BYTES:
         from triton_python_backend_utils._dtypes import serialize_byte_tensor
 
         raw = serialize_byte_tensor(array) if array.size else b""
-        src = np.frombuffer(raw, dtype=np.uint8) if raw else None
+        if len(raw) <= INLINE_MAX:
+            return [name, dtype, shape, raw], None
+        src = np.frombuffer(raw, dtype=np.uint8)
     else:
-        src = np.ascontiguousarray(array).reshape(-1).view(np.uint8) if array.size else None
-    shape = list(array.shape)
-    if src is None or src.size == 0:
-        return [name, dtype, shape, -1, 0, 0], None
+        if array.nbytes <= INLINE_MAX:
+            return [name, dtype, shape, array.tobytes()], None
+        src = np.ascontiguousarray(array).reshape(-1).view(np.uint8)
     nbytes = src.size
     seg, offset = pool.alloc(nbytes, seq, pinned)
     seg.u8[offset : offset + nbytes] = src
@@ -96,17 +99,18 @@ def put_tensor(
 
 
 def get_tensor(
-    segments: dict[int, Segment], desc: TensorDesc, dtypes: dict[int, np.dtype], copy: bool
+    segments: dict[int, Segment], dtypes: dict[int, np.dtype], desc: TensorDesc, copy: bool
 ) -> np.ndarray:
-    """The array a description names: a view on shared memory, or a private copy."""
+    """The array a description names: a view on shared memory, or a private (writable) copy."""
+    if len(desc) == 4:
+        _, dtype, shape, data = desc
+        if dtype == TYPE_BYTES:
+            return deserialize_bytes_tensor(data).reshape(shape)
+        return np.frombuffer(bytearray(data), dtype=dtypes[dtype]).reshape(shape)
     _, dtype, shape, seg_id, offset, nbytes = desc
     if dtype == TYPE_BYTES:
-        if seg_id < 0:
-            return np.empty(shape, dtype=np.object_)
         raw = segments[seg_id].u8[offset : offset + nbytes]
         return deserialize_bytes_tensor(raw).reshape(shape)
-    if seg_id < 0:
-        return np.zeros(shape, dtype=dtypes[dtype])
     view = segments[seg_id].u8[offset : offset + nbytes].view(dtypes[dtype]).reshape(shape)
     return view.copy() if copy else view
 

@@ -96,6 +96,7 @@ class ModelInstance(abc.ABC):
     async def execute_async(
         self, requests: list[InferenceRequest]
     ) -> list[InferenceResponse] | None:
+        """``execute`` for ``is_async`` instances; an override may return a plain future instead."""
         raise NotImplementedError
 
     def is_ready(self) -> bool:

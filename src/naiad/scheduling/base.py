@@ -29,7 +29,7 @@ import asyncio
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
-from typing import TYPE_CHECKING, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from naiad.backends.base import RunOnThread
 from naiad.core.errors import Cancelled, Internal, NaiadError
@@ -187,7 +187,10 @@ class Scheduler(abc.ABC):
             self.on_instance_free(instance)
             return
         if instance.is_async:
-            future: asyncio.Future = asyncio.ensure_future(instance.execute_async(live))
+            started: Any = instance.execute_async(live)  # a coroutine or already a future
+            future = (
+                started if isinstance(started, asyncio.Future) else asyncio.ensure_future(started)
+            )
             future.add_done_callback(lambda f: self._batch_done(f, instance, live, now))
             return
         average = self._exec_ns.get(id(instance))

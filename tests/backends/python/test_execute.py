@@ -115,6 +115,47 @@ class TritonPythonModel:
     out = server.infer("add_sub", {"INPUT0": x, "INPUT1": x})
     assert out["OUTPUT0"].tolist() == [[b"AB", b""], [b"C\x00D", "é".encode()]]
     assert out["OUTPUT1"].shape == (2, 2)
+    # Past the size that travels inside the stub protocol's frames: shared memory.
+    big = np.array([[b"word %d" % i for i in range(300)]], dtype=np.object_)
+    out = server.infer("add_sub", {"INPUT0": big, "INPUT1": big})
+    assert out["OUTPUT0"].tolist() == [[b"WORD %d" % i for i in range(300)]]
+    assert out["OUTPUT1"].tolist() == big.tolist()
+
+
+@pytest.mark.parametrize("mode", MODES)
+def test_inputs_are_writable_numpy_at_every_size(repo, serve, mode):
+    """As in Triton, a model may write into its inputs; in a stub process small tensors
+    travel in the protocol's frames and larger ones in shared memory."""
+    import tritonclient.http as httpclient
+
+    source = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for r in requests:
+            x = pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy()
+            x += 1
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("OUTPUT0", x),
+                                                   pb_utils.Tensor("OUTPUT1", x * 2)]))
+        return out
+"""
+    add_sub(repo, dims="-1", mode=mode, source=source)
+    server = serve(repo, http=True)
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
+    try:
+        for size in (0, 1, 256, 257, 100_000):
+            a = np.arange(size, dtype=np.float32)
+            inputs = [httpclient.InferInput(n, [size], "FP32") for n in ("INPUT0", "INPUT1")]
+            for tensor in inputs:
+                tensor.set_data_from_numpy(a)
+            out = client.infer("add_sub", inputs)
+            np.testing.assert_array_equal(out.as_numpy("OUTPUT0"), a + 1)
+            np.testing.assert_array_equal(out.as_numpy("OUTPUT1"), (a + 1) * 2)
+    finally:
+        client.close()
 
 
 @pytest.mark.parametrize("mode", MODES)

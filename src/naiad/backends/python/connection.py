@@ -40,7 +40,7 @@ class ServerLink(Link):
     def send_frame(self, frame: bytes, fds: list[int]) -> None:
         if not self._backlog:
             try:
-                self.sock.sendmsg([frame], _wire.fd_ancillary(fds))
+                Link.send_frame(self, frame, fds)
                 return
             except BlockingIOError:
                 pass
@@ -52,7 +52,7 @@ class ServerLink(Link):
         while self._backlog:
             frame, fds = self._backlog[0]
             try:
-                self.sock.sendmsg([frame], _wire.fd_ancillary(fds))
+                Link.send_frame(self, frame, fds)
             except BlockingIOError:
                 return
             except OSError:
@@ -182,7 +182,8 @@ class StubConnection:
             return
         entries = [live.pop(h) for h in handles]
         for entry in entries:
-            self._release(entry)
+            if entry.pins:
+                self._release(entry)
         if error is not None:
             future.set_exception(Internal(error))
             return
@@ -315,23 +316,21 @@ class StubConnection:
     # -- reading ---------------------------------------------------------------------
 
     def _on_readable(self) -> None:
+        """Read one frame: the loop calls again while more wait (readers are level-triggered)."""
         link = self.link
-        sock = link.sock
-        handlers = self._handlers
-        while True:
-            try:
-                data, fds = _wire.recv_frame(sock)
-            except BlockingIOError:
-                return
-            except OSError:
-                data = b""
-            if not data:
-                self.die()
-                return
-            mtype, seq, body = link.decode(data, fds)
-            if mtype != _wire.SEGMENT:
-                handlers[mtype](body)
-                link.consumed(seq)
+        try:
+            data, fds = _wire.recv_frame(link.sock)
+        except BlockingIOError:
+            return
+        except OSError:
+            data = b""
+        if not data:
+            self.die()
+            return
+        mtype, seq, body = link.decode(data, fds)
+        if mtype != _wire.SEGMENT:
+            self._handlers[mtype](body)
+            link.consumed(seq)
 
     def close(self) -> None:
         """Stop reading and close the socket (idempotent)."""
