@@ -15,9 +15,13 @@ measured requests:
   answer (HPACK, framing, the call, protobuf, the data plane);
 * ``naiad-core``: the protocol-neutral part alone (``DataPlane.infer`` with
   the request already built, as the frontends hand it over);
-* ``bare-http``: the bare httptools server of ``bare_servers.py``, for scale.
+* ``bare-http``: the bare httptools server of ``bare_servers.py``, for scale;
+* ``naiad-python``: a binary-tensor ``/infer`` request to the example
+  ``add_sub_python`` model in its stub process (the default mode), counted in
+  the server and in the stub separately (two rows); the stub's socket is
+  real, the client's is not.
 
-The model is ``http_bench.py``'s ONNX identity.  Under valgrind every model
+The model is ``http_bench.py``'s ONNX identity except for ``naiad-python``.  Under valgrind every model
 looks slow, and the scheduler would move it to the instance's thread; the
 inner process raises the inline threshold so that the count follows the path
 a real server takes for this model (inline on the event loop).  Use it to
@@ -44,30 +48,36 @@ from typing import Any
 import numpy as np
 from common import checkout_env
 
-TARGETS = ("naiad-http", "naiad-grpc", "naiad-core", "bare-http")
+TARGETS = ("naiad-http", "naiad-grpc", "naiad-core", "bare-http", "naiad-python")
 WARMUP = 50
 
 
-def _http_request() -> bytes:
+def _http_request(model: str = "identity_fp32", inputs: tuple[str, ...] = ("INPUT0",)) -> bytes:
+    """A binary-tensor ``/infer`` request: FP32 inputs (``[1,16]`` for the identity, else
+    ``[4]``) and every output binary."""
+    shape = [1, 16] if model == "identity_fp32" else [4]
+    data = np.arange(int(np.prod(shape)), dtype=np.float32).tobytes()
+    outputs = [name.replace("INPUT", "OUTPUT") for name in inputs]
     header = json.dumps(
         {
             "inputs": [
                 {
-                    "name": "INPUT0",
-                    "shape": [1, 16],
+                    "name": name,
+                    "shape": shape,
                     "datatype": "FP32",
-                    "parameters": {"binary_data_size": 64},
+                    "parameters": {"binary_data_size": len(data)},
                 }
+                for name in inputs
             ],
-            "outputs": [{"name": "OUTPUT0", "parameters": {"binary_data": True}}],
+            "outputs": [{"name": name, "parameters": {"binary_data": True}} for name in outputs],
         }
     ).encode()
-    body = header + np.arange(16, dtype=np.float32).tobytes()
+    body = header + data * len(inputs)
     return (
-        b"POST /v2/models/identity_fp32/infer HTTP/1.1\r\nHost: localhost\r\n"
+        b"POST /v2/models/%s/infer HTTP/1.1\r\nHost: localhost\r\n"
         b"Content-Type: application/octet-stream\r\n"
         b"Inference-Header-Content-Length: %d\r\nContent-Length: %d\r\n\r\n"
-        % (len(header), len(body))
+        % (model.encode(), len(header), len(body))
     ) + body
 
 
@@ -185,15 +195,19 @@ async def _drive_http2(server: Any, requests: int) -> int:
     return transport.writes
 
 
+_COUNTED = [os.getpid()]  # and a stub's, once started
+
+
 def _count(on: bool) -> None:
-    subprocess.run(
-        ["callgrind_control", "-i", "on" if on else "off", str(os.getpid())],
-        check=True,
-        capture_output=True,
-    )
+    for pid in _COUNTED:
+        subprocess.run(
+            ["callgrind_control", "-i", "on" if on else "off", str(pid)],
+            check=True,
+            capture_output=True,
+        )
 
 
-async def _drive_protocol(protocol: Any, requests: int) -> int:
+async def _drive_protocol(protocol: Any, requests: int, data: bytes | None = None) -> int:
     """Feed ``requests`` requests one at a time; each is answered before the next.
 
     A request answered later (its batch ran on the instance's thread) is
@@ -202,7 +216,7 @@ async def _drive_protocol(protocol: Any, requests: int) -> int:
     loop = asyncio.get_running_loop()
     transport = CountingTransport()
     protocol.connection_made(transport)
-    data = _http_request()
+    data = data or _http_request()
     for n in range(WARMUP + requests):
         if n == WARMUP:
             _count(True)
@@ -236,7 +250,7 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     # ever more often per request, which would make the count depend on speed.
     server = Server(
         model_repository=repo,
-        http_port=0 if target == "naiad-http" else None,
+        http_port=0 if target in ("naiad-http", "naiad-python") else None,
         grpc_port=0 if target == "naiad-grpc" else None,
         allow_metrics=False,
         allow_cpu_metrics=False,
@@ -246,6 +260,12 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     try:
         if target == "naiad-http":
             writes = await _drive_protocol(HttpConnection(server.frontends["http"]), requests)
+        elif target == "naiad-python":
+            model = server.dataplane.registry.get("add_sub_python")
+            _COUNTED.extend(instance.pid for instance in model.instances)
+            data = _http_request("add_sub_python", ("INPUT0", "INPUT1"))
+            protocol = HttpConnection(server.frontends["http"])
+            writes = await _drive_protocol(protocol, requests, data)
         elif target == "naiad-grpc":
             writes = await _drive_http2(server, requests)
         else:
@@ -263,21 +283,26 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
         await server.stop_async()
 
 
-def _measure(target: str, repo: Path, requests: int, out: Path) -> float:
+def _measure(target: str, repo: Path, requests: int, out: Path) -> list[float]:
+    """Instructions per request, one figure per counted process (the server first)."""
     command = [
-        "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}",
+        "valgrind", "--tool=callgrind", "--instr-atstart=no", f"--callgrind-out-file={out}.%p",
+        "--trace-children=yes", "--trace-children-skip=*callgrind_control*",
         sys.executable, __file__, "--inner", target, "--repo", str(repo),
         "--requests", str(requests),
     ]  # fmt: skip
     # The script's own folder is on sys.path already (common, bare_servers).
     done = subprocess.run(command, capture_output=True, text=True, env=checkout_env(), timeout=1800)
     answered = re.search(r"answered (\d+)", done.stdout)
-    collected = re.search(r"Collected : (\d+)", done.stderr)
-    if done.returncode != 0 or answered is None or collected is None:
+    # One line per process; helpers that never switched counting on collect 0.
+    collected = [
+        (int(pid), int(n)) for pid, n in re.findall(r"==(\d+)== Collected : (\d+)", done.stderr)
+    ]
+    if done.returncode != 0 or answered is None or not collected:
         raise RuntimeError(f"{target} failed:\n{done.stdout}\n{done.stderr[-3000:]}")
     if int(answered.group(1)) != WARMUP + requests:
         raise RuntimeError(f"{target} answered {answered.group(1)} of {WARMUP + requests}")
-    return int(collected.group(1)) / requests
+    return [n / requests for _, n in sorted(collected) if n]
 
 
 def main() -> int:
@@ -296,14 +321,19 @@ def main() -> int:
         print("valgrind (with callgrind_control) is not installed")
         return 2
     from http_bench import build_repositories
+    from python_backend_bench import repository
 
     with tempfile.TemporaryDirectory(prefix="naiad-instructions-") as tmp:
         naiad_repo, _ = build_repositories(Path(tmp))
+        python_repo = repository(Path(tmp), thread=False)
         print("| target | instructions per request |")
         print("|---|---|")
         for target in args.targets:
-            per = _measure(target, naiad_repo, args.requests, Path(tmp) / f"{target}.out")
-            print(f"| {target} | {per / 1000:.0f}k |", flush=True)
+            repo = python_repo if target == "naiad-python" else naiad_repo
+            counts = _measure(target, repo, args.requests, Path(tmp) / f"{target}.out")
+            names = [target] if len(counts) == 1 else [f"{target} (server)", f"{target} (stub)"]
+            for name, per in zip(names, counts, strict=True):
+                print(f"| {name} | {per / 1000:.0f}k |", flush=True)
     return 0
 
 
