@@ -25,9 +25,9 @@ class Channel:
     def __init__(self, link: Link) -> None:
         self.link = link
         self.handlers: dict[int, Handler] = {}
-        # ``with lock`` runs in C, ``with _cv`` in Python: between batches nobody
-        # else waits, so the lock alone guards the state and ``_cv`` is only
-        # touched while some thread sleeps on it.
+        # ``with self._lock`` runs in C, ``with self._cv`` in Python: between
+        # batches nobody else waits, so the lock alone guards the state and the
+        # condition is only notified while some thread sleeps on it.
         self._lock = threading.RLock()
         self._cv = threading.Condition(self._lock)
         self._sleepers = 0
@@ -85,8 +85,7 @@ class Channel:
                     target=self._backup_loop, name="naiad-stub-reader", daemon=True
                 )
                 self._backup.start()
-            if self._sleepers:
-                self._cv.notify_all()
+            self.notify()
 
     def async_wait_end(self) -> None:
         with self._lock:
