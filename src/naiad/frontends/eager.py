@@ -50,7 +50,7 @@ class Started:
                 waited = self.coro.send(None)
         except (StopIteration, asyncio.CancelledError):
             return
-        except BaseException as exc:  # what a task would log when nobody reads its result
+        except Exception as exc:  # what a task would log when nobody reads its result
             self.loop.call_exception_handler(
                 {"message": "request coroutine failed", "exception": exc}
             )
