@@ -21,14 +21,15 @@ measured requests:
   the server and in the stub separately (two rows); the stub's socket is
   real, the client's is not.
 
-The model is ``http_bench.py``'s ONNX identity except for ``naiad-python``.  Under valgrind every model
-looks slow, and the scheduler would move it to the instance's thread; the
-inner process raises the inline threshold so that the count follows the path
-a real server takes for this model (inline on the event loop).  Use it to
-compare two versions of the hot path; it includes the Python interpreter's
-work, so compare like with like (same Python, same packages).
+The model is ``http_bench.py``'s ONNX identity except for ``naiad-python``.
+Under valgrind every model looks slow, and the scheduler would move it to the
+instance's thread; the inner process raises the inline threshold so that the
+count follows the path a real server takes for this model (inline on the
+event loop).  Use it to compare two versions of the hot path; it includes the
+Python interpreter's work, so compare like with like (same Python, same
+packages).
 
-    python benchmarks/instructions.py [--requests 500] [--targets naiad-http naiad-grpc naiad-core bare-http]
+    python benchmarks/instructions.py [--requests 500] [--targets naiad-http naiad-python ...]
 """
 
 from __future__ import annotations

@@ -54,8 +54,7 @@ def request_entry(
     inputs = []
     put = _wire.put_tensor
     for tensor in request.inputs:
-        data: np.ndarray = tensor.data  # type: ignore[assignment]  # an array once validated
-        desc, seg = put(pool, seq, tensor.name, tensor.datatype.config_enum, data, True)
+        desc, seg = put(pool, seq, tensor.name, tensor.datatype.config_enum, tensor.array(), True)
         inputs.append(desc)
         if seg is not None:
             pins.append(seg)
