@@ -6,7 +6,6 @@ The reference tools come from ``../shared/tools/setup-reference.sh``
 
 from __future__ import annotations
 
-import json
 import os
 import re
 import socket
@@ -23,16 +22,8 @@ REFERENCE = Path(os.environ.get("NAIAD_REFERENCE_HOME", Path.home() / ".cache/na
 PERF_ANALYZER = REFERENCE / "bin" / "perf_analyzer"
 TRITONSERVER = REFERENCE / "bin" / "tritonserver"
 
-NAIAD_MAIN = """
-import json, signal, sys
-from naiad import Server
-protocol = sys.argv[3] if len(sys.argv) > 3 else "http"
-settings = json.loads(sys.argv[4]) if len(sys.argv) > 4 else {}
-server = Server(model_repository=sys.argv[1], **{f"{protocol}_port": int(sys.argv[2])}, **settings)
-server.start()
-signal.sigwait([signal.SIGTERM, signal.SIGINT])
-server.stop()
-"""
+#: ``naiad serve`` from this checkout, whatever ``naiad`` the environment has installed.
+NAIAD_CLI = "import sys; from naiad.cli import main; sys.exit(main(sys.argv[1:]))"
 
 _NUM = r"([0-9.]+)"
 
@@ -105,12 +96,16 @@ def checkout_env() -> dict[str, str]:
 def start_naiad(
     repo: Path, port: int, log: Path, protocol: str = "http", **settings: object
 ) -> subprocess.Popen:
-    """naiad (this checkout's) in a subprocess with only the ``protocol`` frontend on ``port``;
-    ``settings`` are further ``naiad.Server`` options."""
-    env = checkout_env()
+    """``naiad serve`` (this checkout's) with only the ``protocol`` endpoint on loopback
+    ``port`` and metrics off, as :func:`start_triton` starts Triton; ``settings`` are further
+    options (``grpc_transport="grpcio"`` for ``--grpc-transport grpcio``)."""
+    other = "grpc" if protocol == "http" else "http"
+    options = [f"--{key.replace('_', '-')}={value}" for key, value in settings.items()]
     return subprocess.Popen(
-        [sys.executable, "-c", NAIAD_MAIN, str(repo), str(port), protocol, json.dumps(settings)],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env=env,
+        [sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
+         f"--{protocol}-address", "127.0.0.1", f"--{protocol}-port", str(port),
+         f"--allow-{other}", "false", "--allow-metrics", "false", *options],
+        stdout=log.open("w"), stderr=subprocess.STDOUT, env=checkout_env(),
     )  # fmt: skip
 
 

@@ -19,6 +19,23 @@ async def test_instances_of_a_group_execute_concurrently(repo):
         assert rec.max_active == 2
 
 
+async def test_instances_that_queue_batches_still_take_turns(repo, monkeypatch):
+    """An instance that holds two batches at once (a Python stub) gets a second one only
+    when every instance has one: two requests must meet at the barrier, round after round."""
+    import scheduling_helpers
+
+    monkeypatch.setattr(scheduling_helpers.RecordingInstance, "pipeline_depth", 2)
+    write_model(repo, "m", "instance_group [{ kind: KIND_CPU count: 2 }]\n")
+    rec = Recorder(barrier=threading.Barrier(2))
+    async with make_server(repo, rec) as server:
+        for round_ in range(3):
+            ids = [f"r{round_}.{i}" for i in range(2)]
+            await asyncio.gather(*(infer(server, request("m", rid)) for rid in ids))
+        assert [sorted(b.instance for b in rec.batches[i : i + 2]) for i in (0, 2, 4)] == [
+            ["m_0_0", "m_0_1"]
+        ] * 3
+
+
 async def test_several_groups_each_get_instances(repo):
     write_model(
         repo,

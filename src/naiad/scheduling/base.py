@@ -76,8 +76,14 @@ class Scheduler(abc.ABC):
                 if slot is not None:
                     self._slots[id(instance)] = slot
         # An instance is listed once per batch it may hold (rate-limited ones once).
+        # ``pump`` takes from the end, where every instance's first turn lies:
+        # requests spread over the instances before any waits behind another.
+        self._depths = {id(instance): self._depth(instance) for instance in instances}
         self._idle: list[ModelInstance] = [
-            instance for instance in reversed(instances) for _ in range(self._depth(instance))
+            instance
+            for turn in reversed(range(max(self._depths.values(), default=1)))
+            for instance in reversed(instances)
+            if turn < self._depths[id(instance)]
         ]
         self._acquiring = False
         self._pumping = False
@@ -163,7 +169,11 @@ class Scheduler(abc.ABC):
         slot = self._slots.get(id(instance))
         if slot is not None:
             slot.release()
-        self._idle.append(instance)
+        depth = self._depths[id(instance)]
+        if depth > 1 and self._idle.count(instance) + 1 < depth:
+            self._idle.insert(0, instance)  # it still runs a batch: idle instances go first
+        else:
+            self._idle.append(instance)
 
     # -- running a batch -------------------------------------------------------
 
