@@ -5,7 +5,15 @@ from __future__ import annotations
 import asyncio
 import threading
 
-from scheduling_helpers import Recorder, infer, make_server, request, until, write_model
+from scheduling_helpers import (
+    Recorder,
+    RecordingInstance,
+    infer,
+    make_server,
+    request,
+    until,
+    write_model,
+)
 
 from naiad.scheduling.rate_limiter import RateLimiter, ResourceLimit
 
@@ -22,9 +30,7 @@ async def test_instances_of_a_group_execute_concurrently(repo):
 async def test_instances_that_queue_batches_still_take_turns(repo, monkeypatch):
     """An instance that holds two batches at once (a Python stub) gets a second one only
     when every instance has one: two requests must meet at the barrier, round after round."""
-    import scheduling_helpers
-
-    monkeypatch.setattr(scheduling_helpers.RecordingInstance, "pipeline_depth", 2)
+    monkeypatch.setattr(RecordingInstance, "pipeline_depth", 2)
     write_model(repo, "m", "instance_group [{ kind: KIND_CPU count: 2 }]\n")
     rec = Recorder(barrier=threading.Barrier(2))
     async with make_server(repo, rec) as server:

@@ -375,3 +375,30 @@ def test_stub_gets_the_next_request_while_executing_but_runs_one_at_a_time(
     first_end = first.output("OUTPUT1").data[1]
     second_start = second.output("OUTPUT1").data[0]
     assert first_end <= second_start
+
+
+def test_a_second_request_goes_to_an_idle_instance(repo, serve, tmp_path, monkeypatch):
+    # A stub may hold the next request while it executes one, but not while
+    # another instance has none: the two requests run at once.
+    import asyncio
+
+    monkeypatch.setenv("NAIAD_TEST_GATE", str(tmp_path / "gate"))
+    add_sub(repo, source=GATED, count=2)
+    server = serve(repo)
+
+    async def both():
+        first, second = (
+            asyncio.ensure_future(
+                server.dataplane.infer(
+                    request("add_sub", {"INPUT0": A, "INPUT1": np.full(4, i, np.float32)})
+                )
+            )
+            for i in (1, 2)
+        )
+        (tmp_path / "gate2").touch()  # behind the first on one stub, it would wait for gate1
+        await asyncio.wait_for(second, 30)
+        assert not first.done()
+        (tmp_path / "gate1").touch()
+        await first
+
+    server._call(both())
