@@ -79,9 +79,11 @@ class Scheduler(abc.ABC):
         # ``pump`` takes from the end, where every instance's first turn lies:
         # requests spread over the instances before any waits behind another.
         self._depths = {id(instance): self._depth(instance) for instance in instances}
+        depth = max(self._depths.values(), default=1)
+        self._pipelined = depth > 1
         self._idle: list[ModelInstance] = [
             instance
-            for turn in reversed(range(max(self._depths.values(), default=1)))
+            for turn in reversed(range(depth))
             for instance in reversed(instances)
             if turn < self._depths[id(instance)]
         ]
@@ -169,11 +171,12 @@ class Scheduler(abc.ABC):
         slot = self._slots.get(id(instance))
         if slot is not None:
             slot.release()
-        depth = self._depths[id(instance)]
-        if depth > 1 and self._idle.count(instance) + 1 < depth:
-            self._idle.insert(0, instance)  # it still runs a batch: idle instances go first
-        else:
-            self._idle.append(instance)
+        if self._pipelined:
+            depth = self._depths[id(instance)]
+            if depth > 1 and self._idle.count(instance) + 1 < depth:
+                self._idle.insert(0, instance)  # it still runs a batch: idle instances go first
+                return
+        self._idle.append(instance)
 
     # -- running a batch -------------------------------------------------------
 
