@@ -10,9 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
-import threading
 from collections.abc import Coroutine, Mapping, Sequence
-from concurrent.futures import Future
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -20,8 +18,10 @@ import numpy as np
 
 from naiad.core import datatypes
 from naiad.core.dataplane import DataPlane
+from naiad.core.errors import Unavailable
 from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+from naiad.loop_thread import LoopThread
 from naiad.repository import is_url
 
 log = logging.getLogger("naiad")
@@ -73,8 +73,7 @@ class Server:
         self.options = options
         self.dataplane = DataPlane(options)
         self.frontends: dict[str, Any] = {}
-        self._loop: asyncio.AbstractEventLoop | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: LoopThread | None = None
 
     # -- ports -------------------------------------------------------------------
 
@@ -105,7 +104,6 @@ class Server:
             raise
 
     async def start_frontends(self) -> None:
-        self._loop = asyncio.get_running_loop()
         for name, module_name in FRONTENDS:
             if getattr(self.options, f"{name}_port") < 0:
                 continue
@@ -142,34 +140,23 @@ class Server:
     def start(self) -> Server:
         if self._thread is not None:
             return self
-        ready: Future[None] = Future()
-
-        def run() -> None:
-            loop = new_event_loop()
-            asyncio.set_event_loop(loop)
-            self._loop = loop
-            try:
-                loop.run_until_complete(self.start_async())
-            except BaseException as exc:
-                ready.set_exception(exc)
-                loop.close()
-                return
-            ready.set_result(None)
-            loop.run_forever()
-            loop.close()
-
-        self._thread = threading.Thread(target=run, name="naiad-server", daemon=True)
-        self._thread.start()
-        ready.result()
+        thread = LoopThread("naiad-server")
+        try:
+            thread.call(self.start_async())
+        except BaseException:
+            thread.close()
+            raise
+        self._thread = thread
         return self
 
     def stop(self, timeout: float | None = None) -> None:
-        if self._thread is None or self._loop is None:
+        thread, self._thread = self._thread, None
+        if thread is None:
             return
-        self._call(self.stop_async(timeout))
-        self._loop.call_soon_threadsafe(self._loop.stop)
-        self._thread.join()
-        self._thread = None
+        try:
+            thread.call(self.stop_async(timeout))
+        finally:
+            thread.close()
 
     def __enter__(self) -> Server:
         return self.start()
@@ -178,8 +165,10 @@ class Server:
         self.stop()
 
     def _call(self, coro: Coroutine[Any, Any, T]) -> T:
-        assert self._loop is not None, "the server is not started"
-        return asyncio.run_coroutine_threadsafe(coro, self._loop).result()
+        if self._thread is None:
+            coro.close()
+            raise Unavailable("the server is not started")
+        return self._thread.call(coro)
 
     # -- the embedded API --------------------------------------------------------------
 
@@ -206,8 +195,14 @@ class Server:
         return {t.name: t.data for t in response.outputs if t.data is not None}
 
     def infer(self, model: str, inputs: Mapping[str, Any], **kwargs: Any) -> dict[str, np.ndarray]:
-        """Synchronous :meth:`infer_async` (call from outside the server's loop)."""
-        return self._call(self.infer_async(model, inputs, **kwargs))
+        """Synchronous :meth:`infer_async` (call from outside the server's loop).
+
+        Runs on the calling thread while the server's loop idles (see
+        :mod:`naiad.loop_thread`): no thread hand-off for a model that runs inline.
+        """
+        if self._thread is None:
+            raise Unavailable("the server is not started")
+        return self._thread.run(self.infer_async(model, inputs, **kwargs))
 
     def is_live(self) -> bool:
         return self.dataplane.is_live()

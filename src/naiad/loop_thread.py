@@ -1,0 +1,177 @@
+"""An event loop on a thread of its own, which a caller may borrow while it idles.
+
+The in-process API (``naiad.Server`` used without ``async with``, and
+``naiad.Runner``) keeps the core on such a loop, so that it runs between
+calls (timers, stub processes, polling) and serves every thread of the
+program.  Handing each request to that thread and back costs two thread
+wake-ups, 50 to 90 microseconds on a 2-vCPU VM: ten times what a small ONNX
+model takes to run.
+
+So a request may run on the caller's own thread instead.  The loop holds
+its lock whenever it runs callbacks and lets go only while it waits in
+``select``; a caller that gets the lock owns the loop for that moment and
+runs the request's coroutine itself, until it completes or has to wait
+(a dynamic batch forming, a stub process working).  A request to a model
+that runs inline completes with no hand-off at all; one that waits goes on
+in the loop's thread, and the caller waits for it as before.  A caller that
+finds the loop busy hands its request over the usual way.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import contextlib
+import selectors
+import threading
+from collections.abc import Coroutine
+from typing import Any, TypeVar
+
+from naiad.frontends.eager import Started, start_eagerly
+
+T = TypeVar("T")
+
+
+class _Selector(selectors.DefaultSelector):  # type: ignore[misc,valid-type]
+    """The loop's selector: it gives the loop's lock up while the loop waits."""
+
+    def __init__(self, lock: threading.Lock) -> None:
+        super().__init__()
+        self._lock = lock
+
+    def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
+        self._lock.release()
+        try:
+            return super().select(timeout)
+        finally:
+            self._lock.acquire()
+
+
+class LoopThread:
+    """An asyncio loop running on a daemon thread until :meth:`close`."""
+
+    def __init__(self, name: str) -> None:
+        self._lock = threading.Lock()
+        self.loop = asyncio.SelectorEventLoop(_Selector(self._lock))
+        self._thread = threading.Thread(target=self._run, name=name, daemon=True)
+        self._thread.start()
+
+    def _run(self) -> None:
+        self._lock.acquire()
+        try:
+            asyncio.set_event_loop(self.loop)
+            self.loop.run_forever()
+        finally:
+            self._lock.release()
+
+    @property
+    def running(self) -> bool:
+        return self._thread.is_alive()
+
+    def on_loop_thread(self) -> bool:
+        return threading.get_ident() == self._thread.ident
+
+    # -- handing coroutines over -------------------------------------------------
+
+    def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
+        """Run ``coro`` on the loop and wait for its result (never from the loop itself)."""
+        self._check_caller(coro)
+        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+
+    async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
+        """Run ``coro`` on the loop and await its result from another loop."""
+        self._check_caller(coro)
+        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+
+    def _check_caller(self, coro: Coroutine[Any, Any, Any]) -> None:
+        if self.on_loop_thread():
+            coro.close()
+            raise RuntimeError("a call from the loop's own thread would wait for itself")
+
+    # -- borrowing the loop ---------------------------------------------------------
+
+    def run(self, coro: Coroutine[Any, Any, T]) -> T:
+        """:meth:`call`, run on this thread while the loop idles.
+
+        Only for coroutines that need no task of their own (no
+        ``asyncio.current_task()``, no ``asyncio.timeout``): the core's
+        inference path, which the frontends run the same way.
+        """
+        future = self._borrow(coro)
+        if future is None:
+            return self.call(coro)
+        return future.result()
+
+    async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
+        """:meth:`acall`, run on this thread while the loop idles (see :meth:`run`)."""
+        future = self._borrow(coro)
+        if future is None:
+            return await self.acall(coro)
+        if future.done():
+            return future.result()
+        return await asyncio.wrap_future(future)
+
+    def _borrow(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
+        """Start ``coro`` here if the loop is idle; None when it is busy (or closed)."""
+        self._check_caller(coro)
+        loop = self.loop
+        if loop.get_debug() or not self._lock.acquire(blocking=False):
+            return None  # debug mode checks that only the loop's thread touches it
+        try:
+            if loop.is_closed() or not self.running:
+                return None
+            future: concurrent.futures.Future[T] = concurrent.futures.Future()
+            # What the loop's select() was told to wait for (see the wake-up below).
+            ready = len(loop._ready)  # type: ignore[attr-defined]
+            scheduled = loop._scheduled  # type: ignore[attr-defined]
+            first = scheduled[0] if scheduled else None
+            outer = asyncio._get_running_loop()
+            asyncio._set_running_loop(loop)
+            try:
+                started = start_eagerly(loop, _settle(coro, future))
+            finally:
+                asyncio._set_running_loop(outer)
+            if started is not None:
+                future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
+            # Callbacks or an earlier timer added here: wake the loop to run them.
+            if len(loop._ready) != ready or (scheduled[0] if scheduled else None) is not first:  # type: ignore[attr-defined]
+                loop.call_soon_threadsafe(_nothing)
+            return future
+        finally:
+            self._lock.release()
+
+    # -- stopping ---------------------------------------------------------------------
+
+    def close(self) -> None:
+        """Stop the loop, wait for its thread and close it (pending work is dropped)."""
+        if self.loop.is_closed():
+            return
+        if self.running:
+            self.loop.call_soon_threadsafe(self.loop.stop)
+            if not self.on_loop_thread():
+                self._thread.join()
+        if not self.running:
+            self.loop.close()
+
+
+async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
+    """Await ``coro`` into ``future`` (which its caller may cancel from its own thread)."""
+    try:
+        result = await coro
+    except BaseException as exc:  # the caller re-raises it, whatever it is
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            future.set_exception(exc)
+    else:
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            future.set_result(result)
+
+
+def _cancel_if_cancelled(
+    future: concurrent.futures.Future[Any], loop: asyncio.AbstractEventLoop, started: Started
+) -> None:
+    if future.cancelled() and not loop.is_closed():
+        loop.call_soon_threadsafe(started.cancel)
+
+
+def _nothing() -> None:
+    pass

@@ -1,0 +1,119 @@
+"""The in-process API's loop thread, and callers that borrow it while it idles."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+
+from naiad.loop_thread import LoopThread
+
+
+@pytest.fixture
+def lt() -> Iterator[LoopThread]:
+    thread = LoopThread("test-loop")
+    yield thread
+    thread.close()
+
+
+def _loop_ident(lt: LoopThread) -> int:
+    async def ident() -> int:
+        return threading.get_ident()
+
+    return lt.call(ident())
+
+
+async def _where(lt: LoopThread) -> int:
+    assert asyncio.get_running_loop() is lt.loop
+    return threading.get_ident()
+
+
+def test_a_coroutine_that_does_not_wait_runs_on_the_calling_thread(lt):
+    assert lt.run(_where(lt)) == threading.get_ident()
+
+
+def test_a_coroutine_that_waits_finishes_on_the_loop_thread(lt):
+    async def waits() -> tuple[int, int]:
+        before = threading.get_ident()
+        await asyncio.sleep(0.01)  # a timer the idle loop did not know of
+        return before, threading.get_ident()
+
+    before, after = lt.run(waits())
+    assert before == threading.get_ident()
+    assert after == _loop_ident(lt)
+
+
+def test_errors_reach_the_caller(lt):
+    async def fails() -> None:
+        raise ValueError("broken")
+
+    with pytest.raises(ValueError, match="broken"):
+        lt.run(fails())
+
+
+def test_a_busy_loop_gets_the_coroutine_handed_over(lt):
+    started = threading.Event()
+
+    def busy() -> None:  # a callback that holds the loop for a while
+        started.set()
+        time.sleep(0.2)
+
+    lt.loop.call_soon_threadsafe(busy)
+    started.wait(5)
+    assert lt.run(_where(lt)) == _loop_ident(lt)
+
+
+def test_callbacks_scheduled_by_a_borrower_run_on_the_loop(lt):
+    done = threading.Event()
+
+    async def schedules() -> None:
+        asyncio.get_running_loop().call_soon(done.set)
+
+    lt.run(schedules())
+    assert done.wait(5)
+
+
+async def test_arun_from_another_loop(lt):
+    assert await lt.arun(_where(lt)) == threading.get_ident()
+
+    async def waits() -> int:
+        await asyncio.sleep(0.01)
+        return 7
+
+    assert await lt.arun(waits()) == 7
+
+
+async def test_cancelling_the_awaiting_task_cancels_the_coroutine(lt):
+    reached, cancelled = threading.Event(), threading.Event()
+
+    async def forever() -> None:
+        reached.set()
+        try:
+            await asyncio.Event().wait()
+        except asyncio.CancelledError:
+            cancelled.set()
+            raise
+
+    task = asyncio.ensure_future(lt.arun(forever()))
+    await asyncio.to_thread(reached.wait, 5)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert await asyncio.to_thread(cancelled.wait, 5)
+
+
+def test_a_call_from_the_loop_thread_is_refused(lt):
+    async def nested() -> None:
+        lt.run(_where(lt))
+
+    with pytest.raises(RuntimeError, match="own thread"):
+        lt.call(nested())
+
+
+def test_close_stops_the_thread(lt):
+    lt.close()
+    assert not lt.running
+    assert lt.loop.is_closed()
