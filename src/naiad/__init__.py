@@ -3,6 +3,7 @@
 from naiad._version import __version__
 from naiad.core.errors import NaiadError
 from naiad.core.options import ServerOptions
+from naiad.runner import Runner
 from naiad.server import Server
 
-__all__ = ["NaiadError", "Server", "ServerOptions", "__version__"]
+__all__ = ["NaiadError", "Runner", "Server", "ServerOptions", "__version__"]

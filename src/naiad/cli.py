@@ -163,8 +163,12 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
-def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="naiad", description=__doc__)
+def build_parser(
+    parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
+) -> argparse.ArgumentParser:
+    """The ``naiad`` command's parser; ``naiad.Runner`` parses ``cli_args`` with it too,
+    through a ``parser_class`` whose errors raise instead of exiting."""
+    parser = parser_class(prog="naiad", description=__doc__)
     parser.add_argument("--version", action="version", version=f"naiad {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 

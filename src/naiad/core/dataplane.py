@@ -399,6 +399,18 @@ class DataPlane:
         self._check_model_control()
         await self.control.unload(name, unload_dependents)
 
+    # -- trace settings -----------------------------------------------------------
+
+    def trace_setting(
+        self, model: str = "", changes: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        """The global or one model's trace settings, after applying ``changes`` if given."""
+        if model and not self.model_ready(model, ""):
+            raise InvalidArgument(f"Request for unknown model : {model}")
+        if changes is None:
+            return self.trace_settings.get(model)
+        return self.trace_settings.update(changes, model)
+
     # -- shared memory ------------------------------------------------------------
 
     def shm_status(self, kind: str, name: str = "") -> list[dict[str, Any]]:

@@ -220,13 +220,9 @@ _SINGLE_VALUED = ("trace_rate", "trace_count", "log_frequency", "trace_file", "t
 
 
 def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSettingResponse:
-    model = msg.model_name
-    if model and not dp.model_ready(model, ""):
-        raise InvalidArgument(f"Request for unknown model : {model}")
-    if not msg.settings:
-        values = dp.trace_settings.get(model)
-    else:
-        changes: dict[str, Any] = {}
+    changes: dict[str, Any] | None = None
+    if msg.settings:
+        changes = {}
         for key, setting in msg.settings.items():
             given = list(setting.value)
             if not given:
@@ -237,9 +233,8 @@ def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSetting
                 raise InvalidArgument(f"expect only 1 value for '{key}'")
             else:
                 changes[key] = given[0]
-        values = dp.trace_settings.update(changes, model)
     out = pb.TraceSettingResponse()
-    for key, value in values.items():
+    for key, value in dp.trace_setting(msg.model_name, changes).items():
         out.settings[key].value.extend(value if isinstance(value, list) else [str(value)])
     return out
 

@@ -197,17 +197,13 @@ def _uint(value: Any, what: str) -> int:
 
 
 def trace(dp: DataPlane, req: Request) -> Response:
-    if req.method == "GET":
-        return json_response(dumps(dp.trace_settings.get()))
-    return json_response(dumps(dp.trace_settings.update(_json_body(req))))
+    changes = None if req.method == "GET" else _json_body(req)
+    return json_response(dumps(dp.trace_setting("", changes)))
 
 
 def model_trace(dp: DataPlane, req: Request, name: str, version: str) -> Response:
-    if not dp.model_ready(name, ""):
-        raise InvalidArgument(f"Request for unknown model : {name}")
-    if req.method == "GET":
-        return json_response(dumps(dp.trace_settings.get(name)))
-    return json_response(dumps(dp.trace_settings.update(_json_body(req), name)))
+    changes = None if req.method == "GET" else _json_body(req)
+    return json_response(dumps(dp.trace_setting(name, changes)))
 
 
 def logging(dp: DataPlane, req: Request) -> Response:

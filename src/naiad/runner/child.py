@@ -1,0 +1,139 @@
+"""A ``naiad serve`` child process for the runner's network modes.
+
+The parent picks free loopback ports, forwards what the child prints to the
+``naiad.runner`` logger (keeping the last lines for error messages) and
+stops it on close.  The child holds the read end of a pipe from its parent
+and stops itself when that pipe closes, so it does not outlive a parent
+that was killed without a chance to stop it.
+
+Run as ``python -m naiad.runner.child <naiad serve flags>`` (the child side).
+"""
+
+from __future__ import annotations
+
+import collections
+import logging
+import os
+import re
+import signal
+import socket
+import subprocess
+import sys
+import threading
+from collections.abc import Sequence
+
+from naiad.core.errors import Unavailable
+
+log = logging.getLogger("naiad.runner")
+
+#: Triton's log line prefixes: I1121 02:25:39.123456 ...
+_LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR}
+_PREFIX = re.compile(r"^([IWE])\d{4} ")
+_TAIL_LINES = 40
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class ChildServer:
+    """``naiad serve`` with ``args``, started at once."""
+
+    def __init__(self, name: str, args: Sequence[str]) -> None:
+        self.name = name
+        self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
+        env = dict(os.environ, PYTHONUNBUFFERED="1")
+        self.process = subprocess.Popen(
+            [sys.executable, "-m", "naiad.runner.child", *args],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            env=env,
+            # The runner decides when the child stops: not a Ctrl-C meant for the parent.
+            start_new_session=True,
+        )
+        self._reader = threading.Thread(
+            target=self._forward, name=f"naiad-runner-{name}-output", daemon=True
+        )
+        self._reader.start()
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    @property
+    def returncode(self) -> int | None:
+        return self.process.poll()
+
+    def _forward(self) -> None:
+        assert self.process.stdout is not None
+        for raw in self.process.stdout:
+            line = raw.decode(errors="replace").rstrip()
+            if not line:
+                continue
+            self._tail.append(line)
+            match = _PREFIX.match(line)
+            level = _LEVELS[match.group(1)] if match else logging.INFO
+            log.log(level, "[%s] %s", self.name, line)
+
+    def output(self) -> str:
+        """The last lines the child printed."""
+        self._reader.join(timeout=1 if self.returncode is not None else 0)
+        return "\n".join(self._tail) or "(nothing)"
+
+    def exit_error(self, when: str) -> Unavailable:
+        return Unavailable(
+            f"the naiad server of runner '{self.name}' (pid {self.pid}) exited with code "
+            f"{self.returncode} {when}; create a new Runner once the cause is fixed. "
+            f"Its last output:\n{self.output()}"
+        )
+
+    def timeout_error(self, timeout: float) -> Unavailable:
+        self.stop(0)
+        return Unavailable(
+            f"the naiad server of runner '{self.name}' did not start listening within "
+            f"{timeout:g} s, and was stopped (pass a larger startup_timeout= for models that "
+            f"load slowly). Its last output:\n{self.output()}"
+        )
+
+    def stop(self, timeout: float) -> None:
+        """Ask the child to drain and exit; kill it after ``timeout`` seconds."""
+        process = self.process
+        if process.poll() is None:
+            if process.stdin is not None:
+                process.stdin.close()
+            process.terminate()
+            try:
+                process.wait(timeout)
+            except subprocess.TimeoutExpired:
+                process.kill()
+                process.wait()
+        elif process.stdin is not None:
+            process.stdin.close()
+        self._reader.join(timeout=5)
+        if process.stdout is not None:
+            process.stdout.close()
+
+
+# -- the child side ----------------------------------------------------------------------
+
+
+def _stop_with_parent() -> None:
+    try:
+        sys.stdin.buffer.read()  # returns at end of file: the parent closed it or died
+    except OSError:
+        pass
+    os.kill(os.getpid(), signal.SIGTERM)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    from naiad.cli import main as naiad_main
+
+    threading.Thread(target=_stop_with_parent, name="naiad-parent-watch", daemon=True).start()
+    return naiad_main(["serve", *(sys.argv[1:] if argv is None else argv)])
+
+
+if __name__ == "__main__":
+    sys.exit(main())

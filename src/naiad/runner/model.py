@@ -1,0 +1,133 @@
+"""One model of a runner: ``runner.add_sub.run(a, b)``, ``await ...async_run(a, b)``, streams.
+
+Inputs are checked against the model's signature (fetched once, then kept)
+before anything is sent; ``options(...)`` makes a copy that sends request
+options (outputs, ids, sequences, priorities, parameters) with every call.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import AsyncIterator, Iterator
+from typing import TYPE_CHECKING, Any
+
+from naiad.core.errors import Unsupported
+from naiad.runner.client import Call, RequestOptions
+from naiad.runner.result import InferResult
+
+if TYPE_CHECKING:
+    from naiad.runner.runner import Runner
+    from naiad.runner.signature import Signature
+
+
+class RunnerModel:
+    """A model (one version, or the one the version policy serves) of a :class:`Runner`."""
+
+    __slots__ = ("_runner", "name", "version", "_options")
+
+    def __init__(
+        self,
+        runner: Runner,
+        name: str,
+        version: str = "",
+        options: RequestOptions | None = None,
+    ) -> None:
+        self._runner = runner
+        self.name = name
+        self.version = version
+        self._options = options or RequestOptions()
+
+    def __getattr__(self, attr: str) -> RunnerModel:
+        # runner.add_sub.v2: version 2
+        if attr.startswith("v") and attr[1:].isdigit():
+            return RunnerModel(self._runner, self.name, attr[1:], self._options)
+        raise AttributeError(
+            f"'{self.name}' has no attribute '{attr}' (a version is written .v<number>)"
+        )
+
+    def options(
+        self,
+        *,
+        outputs: list[str] | dict[str, int] | None = None,
+        request_id: str | None = None,
+        sequence_id: int | str | None = None,
+        sequence_start: bool | None = None,
+        sequence_end: bool | None = None,
+        priority: int | None = None,
+        timeout: int | None = None,
+        parameters: dict[str, bool | int | float | str] | None = None,
+    ) -> RunnerModel:
+        """A copy that sends these request options (tritonclient's names) with every call.
+
+        ``outputs`` names the outputs to return; a dict maps a name to a class
+        count for Triton's classification extension (``{"PROBABILITIES": 3}``:
+        the top three as ``b"score:index:label"``).  ``timeout`` is the
+        server-side timeout in microseconds.
+        """
+        changes: dict[str, Any] = {
+            key: value
+            for key, value in {
+                "request_id": request_id,
+                "sequence_id": sequence_id,
+                "sequence_start": sequence_start,
+                "sequence_end": sequence_end,
+                "priority": priority,
+                "timeout": timeout,
+                "parameters": parameters,
+            }.items()
+            if value is not None
+        }
+        if outputs is not None:
+            changes["outputs"] = (
+                dict(outputs) if isinstance(outputs, dict) else dict.fromkeys(outputs, 0)
+            )
+        return RunnerModel(
+            self._runner, self.name, self.version, dataclasses.replace(self._options, **changes)
+        )
+
+    # -- calls -----------------------------------------------------------------------
+
+    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, stream: bool) -> Call:
+        signature = self._runner._signature(self.name, self.version)
+        if signature.decoupled and not stream:
+            raise Unsupported(
+                f"model '{self.name}' is decoupled (it may answer with several responses): "
+                f"iterate over runner.{self.name}.stream(...) or async for over .astream(...)"
+            )
+        return Call(signature, self.version, signature.bind(args, kwargs), self._options)
+
+    def run(self, *args: Any, **inputs: Any) -> InferResult:
+        """Infer: inputs in the config's order, or by name; returns the outputs."""
+        return self._runner._infer(self._call(args, inputs, stream=False))
+
+    async def async_run(self, *args: Any, **inputs: Any) -> InferResult:
+        """:meth:`run` for asyncio code (any event loop)."""
+        return await self._runner._ainfer(self._call(args, inputs, stream=False))
+
+    def stream(self, *args: Any, **inputs: Any) -> Iterator[InferResult]:
+        """Every response of a decoupled model, as they come (one for other models)."""
+        return self._runner._stream(self._call(args, inputs, stream=True))
+
+    def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[InferResult]:
+        """:meth:`stream` for ``async for``."""
+        return self._runner._astream(self._call(args, inputs, stream=True))
+
+    # -- about the model --------------------------------------------------------------
+
+    @property
+    def signature(self) -> Signature:
+        """Inputs and outputs with datatypes and shapes (-1: any size)."""
+        return self._runner._signature(self.name, self.version)
+
+    def metadata(self) -> dict[str, Any]:
+        return self._runner.get_model_metadata(self.name, self.version)
+
+    def config(self) -> dict[str, Any]:
+        return self._runner.get_model_config(self.name, self.version)
+
+    def is_ready(self) -> bool:
+        return self._runner.is_model_ready(self.name, self.version)
+
+    def __repr__(self) -> str:
+        version = f" version {self.version}" if self.version else ""
+        return f"<naiad model '{self.name}'{version} of runner '{self._runner.name}'>"
