@@ -12,6 +12,7 @@ Run as ``python -m naiad.runner.child <naiad serve flags>`` (the child side).
 from __future__ import annotations
 
 import collections
+import contextlib
 import logging
 import os
 import re
@@ -99,21 +100,24 @@ class ChildServer:
         )
 
     def stop(self, timeout: float) -> None:
-        """Ask the child to drain and exit; kill it after ``timeout`` seconds."""
+        """Ask the child to drain and exit, kill it after ``timeout`` seconds, and kill
+        whatever of its process group is left (its model stubs, should it not have)."""
         process = self.process
+        if process.stdin is not None:
+            process.stdin.close()
         if process.poll() is None:
-            if process.stdin is not None:
-                process.stdin.close()
             process.terminate()
             try:
                 process.wait(timeout)
             except subprocess.TimeoutExpired:
-                process.kill()
-                process.wait()
-        elif process.stdin is not None:
-            process.stdin.close()
+                pass
+        if hasattr(os, "killpg"):
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)  # its own group: start_new_session
+        process.kill()
+        process.wait()
         self._reader.join(timeout=5)
-        if process.stdout is not None:
+        if not self._reader.is_alive() and process.stdout is not None:
             process.stdout.close()
 
 
@@ -121,8 +125,11 @@ class ChildServer:
 
 
 def _stop_with_parent() -> None:
+    # os.read, not sys.stdin: a thread blocked in a buffered read would hold its
+    # lock when the interpreter shuts down, which Python treats as fatal.
     try:
-        sys.stdin.buffer.read()  # returns at end of file: the parent closed it or died
+        while os.read(0, 4096):
+            pass  # the parent writes nothing; end of file means it closed the pipe or died
     except OSError:
         pass
     os.kill(os.getpid(), signal.SIGTERM)

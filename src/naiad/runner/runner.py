@@ -12,6 +12,7 @@ time a runner is only its arguments.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import threading
 import weakref
 from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
@@ -291,24 +292,26 @@ class _Resources:
         from naiad.runner.remote import RemoteClient
 
         thread = self.thread = LoopThread(f"naiad-runner-{runner.name}")
+        client: Client | None = None
         try:
-            client: Client
             if runner.url is not None:
                 host = runner._address.rpartition(":")[0]
                 metrics = runner.metrics_url or f"http://{host}:8002/metrics"
                 client = RemoteClient(
                     runner.server_type, runner._address, ssl=runner._ssl, metrics_url=metrics
                 )
-                thread.call(client.start())
             elif runner.server_type == "embedded":
                 client = _embedded(runner)
-                thread.call(client.start())
             else:
                 client = self._child(runner, thread)
-            self.client = client
+            thread.call(client.start())
         except BaseException:
+            if client is not None:
+                with contextlib.suppress(Exception):
+                    thread.call(client.close())  # what it opened before failing
             self.close()
             raise
+        self.client = client
 
     def _child(self, runner: Runner, thread: LoopThread) -> Client:
         from naiad.runner.child import ChildServer, free_port
@@ -330,7 +333,6 @@ class _Resources:
             child=child,
         )
         thread.call(client.wait_until_listening(runner.startup_timeout))
-        thread.call(client.start())
         return client
 
     def close(self) -> None:

@@ -1,0 +1,279 @@
+"""Starting and stopping runners: lazily, cleanly, and with a clear error when a server fails."""
+
+from __future__ import annotations
+
+import gc
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import numpy as np
+import pytest
+from runner_helpers import children
+from support.repository_models import write_model
+
+import naiad
+from naiad.core.errors import Kind
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+ONE = np.ones((1, 4), np.float32)
+NETWORK = ("grpc", "http")
+SLOW_MODEL = """
+import time
+
+class TritonPythonModel:
+    def initialize(self, args):
+        time.sleep(60)
+
+    def execute(self, requests):
+        return []
+"""
+SLOW_CONFIG = """
+backend: "python"
+input [ { name: "X" data_type: TYPE_FP32 dims: [ 1 ] } ]
+output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
+"""
+
+
+@pytest.fixture
+def small_repo(repo: Path) -> Path:
+    write_model(repo, "plus2", 1, 2.0)
+    return repo
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _listening(port: int) -> bool:
+    with socket.socket() as s:
+        return s.connect_ex(("127.0.0.1", port)) == 0
+
+
+def _gone(pid: int, within: float = 20.0) -> bool:
+    """Whether process ``pid`` has exited (and is no zombie of ours) within ``within`` s."""
+    deadline = time.monotonic() + within
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
+        except (FileNotFoundError, ProcessLookupError):
+            return True
+        if state == "Z":
+            return True
+        time.sleep(0.05)
+    return False
+
+
+def _child(runner: naiad.Runner):
+    return runner._resources.child
+
+
+# -- starting ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("server_type", ["embedded", *NETWORK])
+def test_nothing_starts_before_first_use(small_repo, server_type):
+    runner = naiad.Runner("lazy", small_repo, server_type=server_type)
+    try:
+        assert not runner.started
+        assert "not started" in repr(runner)
+        np.testing.assert_array_equal(runner.plus2.run(ONE)["OUTPUT0"], ONE + 2)
+        assert runner.started
+    finally:
+        runner.close()
+    assert "closed" in repr(runner)
+
+
+@pytest.mark.parametrize("server_type", NETWORK)
+def test_close_leaves_no_process_and_no_port(small_repo, server_type, caplog):
+    caplog.set_level("INFO", logger="naiad.runner")
+    with naiad.Runner("tidy", small_repo, server_type=server_type) as runner:
+        runner.plus2.run(ONE)
+        child = _child(runner)
+        port = int(runner._resources.client.address.rpartition(":")[2])
+        assert _listening(port)
+    assert child.returncode is not None
+    assert not _listening(port)
+    runner.close()  # a second close is no error
+    with pytest.raises(naiad.NaiadError, match="runner 'tidy' is closed") as info:
+        runner.plus2.run(ONE)
+    assert info.value.kind is Kind.UNAVAILABLE
+    # what the child printed reached the naiad.runner logger
+    assert any("[tidy]" in r.getMessage() and "plus2" in r.getMessage() for r in caplog.records)
+
+
+def test_embedded_close_stops_python_stub_processes(repo):
+    shutil.copytree(EXAMPLES / "add_sub_python", repo / "add_sub_python")
+    before = children(os.getpid())
+    with naiad.Runner("stubs", repo) as runner:
+        runner.add_sub_python.run(np.ones(4, np.float32), np.ones(4, np.float32))
+        stubs = children(os.getpid()) - before
+        assert stubs  # the model's stub process
+    assert all(_gone(pid) for pid in stubs)
+
+
+# -- failures at start ---------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("server_type", NETWORK)
+def test_a_child_that_fails_to_start_is_reported(small_repo, server_type):
+    (small_repo / "broken").mkdir()
+    (small_repo / "broken" / "config.pbtxt").write_text(
+        'backend: "onnxruntime"\nmax_batch_sise: 2\n'
+    )
+    runner = naiad.Runner("broken", small_repo, server_type=server_type)
+    with pytest.raises(naiad.NaiadError, match=r"exited with code 1 while starting") as info:
+        runner.start()
+    assert info.value.kind is Kind.UNAVAILABLE
+    assert "max_batch_sise" in info.value.message  # its last output says what is wrong
+    assert _child(runner) is None or _child(runner).returncode is not None
+    with pytest.raises(naiad.NaiadError, match="is closed"):
+        runner.start()
+
+
+def test_embedded_reports_models_that_fail_to_load(small_repo):
+    (small_repo / "broken").mkdir()
+    (small_repo / "broken" / "config.pbtxt").write_text('backend: "onnxruntime"\n')
+    with pytest.raises(
+        naiad.NaiadError, match=r"1 model\(s\) failed to load: broken.*--exit-on-error=false"
+    ):
+        naiad.Runner("broken", small_repo).start()
+    with naiad.Runner("rest", small_repo, cli_args=["--exit-on-error=false"]) as runner:
+        np.testing.assert_array_equal(runner.plus2.run(ONE)["OUTPUT0"], ONE + 2)
+
+
+def test_a_child_that_never_listens_is_stopped(repo):
+    model = repo / "slow"
+    (model / "1").mkdir(parents=True)
+    (model / "1" / "model.py").write_text(SLOW_MODEL)
+    (model / "config.pbtxt").write_text(SLOW_CONFIG)
+    runner = naiad.Runner("slow", repo, server_type="grpc", startup_timeout=1.5)
+    with pytest.raises(naiad.NaiadError, match=r"did not start listening within 1.5 s"):
+        runner.start()
+    assert _gone(_child(runner).pid)
+
+
+@pytest.mark.parametrize("url", ["http://127.0.0.1:{port}", "grpc://127.0.0.1:{port}"])
+def test_a_url_that_refuses(url):
+    address = url.format(port=_free_port())
+    runner = naiad.Runner("remote", url=address)
+    with pytest.raises(naiad.NaiadError, match=f"no server answers at {address}") as info:
+        runner.start()
+    assert info.value.kind is Kind.UNAVAILABLE
+
+
+def test_a_missing_repository(tmp_path):
+    with pytest.raises(naiad.NaiadError, match="model repository not found"):
+        naiad.Runner("none", tmp_path / "nowhere").start()
+
+
+@pytest.mark.parametrize(
+    ("kwargs", "message"),
+    [
+        ({"cli_args": ["--no-such-flag=1"]}, r"unknown flag\(s\) --no-such-flag=1"),
+        ({"cli_args": ["--http-port=eighty"]}, r"--http-port: invalid int value: 'eighty'"),
+        ({"cli_args": ["--model-control-mode=sometimes"]}, r"invalid choice: 'sometimes'"),
+        ({"cli_args": "--log-verbose=1"}, r"cli_args is a list of flags"),
+        ({"server_type": "ftp"}, r"server_type must be one of embedded, grpc, http"),
+        ({"url": "ftp://host"}, r"url must start with http://"),
+        ({"url": "http://host:8000", "server_type": "grpc"}, r"speaks http, but server_type"),
+        ({"url": "http://host", "cli_args": ["--log-verbose=1"]}, r"with url= the server runs"),
+    ],
+)
+def test_arguments_are_checked_when_the_runner_is_made(kwargs, message):
+    with pytest.raises(naiad.NaiadError, match=message) as info:
+        naiad.Runner("args", **kwargs)
+    assert info.value.kind is Kind.INVALID_ARG
+
+
+def test_a_malformed_flag_value_is_checked_before_start(small_repo):
+    runner = naiad.Runner("bad", small_repo, cli_args=["--backend-config=oops"])
+    with pytest.raises(naiad.NaiadError, match=r"--backend-config expects <backend>,<key>=<value>"):
+        runner.start()
+
+
+# -- failures later --------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("server_type", NETWORK)
+def test_a_child_that_dies_is_reported_not_waited_on(small_repo, server_type):
+    with naiad.Runner("mortal", small_repo, server_type=server_type) as runner:
+        runner.plus2.run(ONE)
+        child = _child(runner)
+        os.kill(child.pid, signal.SIGKILL)
+        child.process.wait(10)
+        started = time.monotonic()
+        with pytest.raises(naiad.NaiadError, match=r"exited with code -9 and stopped answering"):
+            runner.plus2.run(ONE)
+        with pytest.raises(naiad.NaiadError, match=r"exited with code -9"):
+            runner.get_model_repository_index()
+        assert time.monotonic() - started < 10
+
+
+@pytest.mark.parametrize("server_type", ["embedded", *NETWORK])
+def test_metrics_switched_off(small_repo, server_type):
+    with naiad.Runner("quiet", small_repo, server_type=server_type,
+                      cli_args=["--allow-metrics=false"]) as runner:  # fmt: skip
+        with pytest.raises(naiad.NaiadError, match="allow-metrics=false") as info:
+            runner.metrics()
+        assert info.value.kind is Kind.UNAVAILABLE
+
+
+# -- the end of a program ----------------------------------------------------------------------
+
+SCRIPT = """
+import sys, numpy as np, naiad
+
+runner = naiad.Runner("script", {repo!r}, server_type="grpc")   # at module scope
+runner.plus2.run(np.ones((1, 4), np.float32))
+child = runner._resources.child
+print(child.pid, runner._resources.client.address.rpartition(":")[2], flush=True)
+{ending}
+"""
+
+
+@pytest.mark.parametrize(
+    "ending",
+    [
+        "",  # the interpreter exits with the runner still open
+        "del runner\nimport gc; gc.collect(); print('collected', flush=True); import time; time.sleep(60)",
+        "import time; time.sleep(60)",  # killed with SIGKILL: the child notices its parent is gone
+    ],
+    ids=["interpreter-exit", "garbage-collected", "parent-killed"],
+)
+def test_no_child_outlives_its_runner(small_repo, ending):
+    code = textwrap.dedent(SCRIPT.format(repo=str(small_repo), ending=ending))
+    proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, text=True)
+    try:
+        assert proc.stdout is not None
+        pid, port = (int(x) for x in proc.stdout.readline().split())
+        if "gc.collect" in ending:
+            assert proc.stdout.readline().strip() == "collected"
+            assert _gone(pid)  # while the script still runs
+        if "sleep" in ending:
+            proc.kill()
+        proc.wait(60)
+        assert _gone(pid)
+        assert not _listening(port)
+    finally:
+        proc.kill()
+        proc.wait()
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+def test_a_runner_collected_in_this_process_stops_its_child(small_repo):
+    runner = naiad.Runner("collected", small_repo, server_type="http")
+    runner.plus2.run(ONE)
+    pid = _child(runner).pid
+    del runner
+    gc.collect()
+    assert _gone(pid)
