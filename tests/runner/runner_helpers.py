@@ -16,3 +16,11 @@ def children(pid: int) -> set[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.add(int(stat.parent.name))
     return found
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runner_helpers import children
+from runner_helpers import children, free_port
 from support.repository_models import write_model
 
 import naiad
@@ -45,12 +45,6 @@ output [ { name: "Y" data_type: TYPE_FP32 dims: [ 1 ] } ]
 def small_repo(repo: Path) -> Path:
     write_model(repo, "plus2", 1, 2.0)
     return repo
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def _listening(port: int) -> bool:
@@ -163,7 +157,7 @@ def test_a_child_that_never_listens_is_stopped(repo):
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:{port}", "grpc://127.0.0.1:{port}"])
 def test_a_url_that_refuses(url):
-    address = url.format(port=_free_port())
+    address = url.format(port=free_port())
     runner = naiad.Runner("remote", url=address)
     with pytest.raises(naiad.NaiadError, match=f"no server answers at {address}") as info:
         runner.start()
