@@ -6,7 +6,6 @@ import gc
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import textwrap
@@ -15,7 +14,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runner_helpers import children, free_port
+from support.processes import children, free_port, gone, listening
 from support.repository_models import write_model
 
 import naiad
@@ -47,25 +46,6 @@ def small_repo(repo: Path) -> Path:
     return repo
 
 
-def _listening(port: int) -> bool:
-    with socket.socket() as s:
-        return s.connect_ex(("127.0.0.1", port)) == 0
-
-
-def _gone(pid: int, within: float = 20.0) -> bool:
-    """Whether process ``pid`` has exited (and is no zombie of ours) within ``within`` s."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        try:
-            state = Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1][0]
-        except (FileNotFoundError, ProcessLookupError):
-            return True
-        if state == "Z":
-            return True
-        time.sleep(0.05)
-    return False
-
-
 def _child(runner: naiad.Runner):
     return runner._resources.child
 
@@ -93,9 +73,9 @@ def test_close_leaves_no_process_and_no_port(small_repo, server_type, caplog):
         runner.plus2.run(ONE)
         child = _child(runner)
         port = int(runner._resources.client.address.rpartition(":")[2])
-        assert _listening(port)
+        assert listening(port)
     assert child.returncode is not None
-    assert not _listening(port)
+    assert not listening(port)
     runner.close()  # a second close is no error
     with pytest.raises(naiad.NaiadError, match="runner 'tidy' is closed") as info:
         runner.plus2.run(ONE)
@@ -111,7 +91,7 @@ def test_embedded_close_stops_python_stub_processes(repo):
         runner.add_sub_python.run(np.ones(4, np.float32), np.ones(4, np.float32))
         stubs = children(os.getpid()) - before
         assert stubs  # the model's stub process
-    assert all(_gone(pid) for pid in stubs)
+    assert all(gone(pid) for pid in stubs)
 
 
 # -- failures at start ---------------------------------------------------------------------
@@ -152,7 +132,7 @@ def test_a_child_that_never_listens_is_stopped(repo):
     runner = naiad.Runner("slow", repo, server_type="grpc", startup_timeout=1.5)
     with pytest.raises(naiad.NaiadError, match=r"did not start listening within 1.5 s"):
         runner.start()
-    assert _gone(_child(runner).pid)
+    assert gone(_child(runner).pid)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:{port}", "grpc://127.0.0.1:{port}"])
@@ -251,12 +231,12 @@ def test_no_child_outlives_its_runner(small_repo, ending):
         pid, port = (int(x) for x in proc.stdout.readline().split())
         if "gc.collect" in ending:
             assert proc.stdout.readline().strip() == "collected"
-            assert _gone(pid)  # while the script still runs
+            assert gone(pid)  # while the script still runs
         if "sleep" in ending:
             proc.kill()
         proc.wait(60)
-        assert _gone(pid)
-        assert not _listening(port)
+        assert gone(pid)
+        assert not listening(port)
     finally:
         proc.kill()
         proc.wait()
@@ -270,4 +250,4 @@ def test_a_runner_collected_in_this_process_stops_its_child(small_repo):
     pid = _child(runner).pid
     del runner
     gc.collect()
-    assert _gone(pid)
+    assert gone(pid)

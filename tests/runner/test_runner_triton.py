@@ -16,7 +16,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from runner_helpers import free_port
+from support.processes import free_port
 
 import naiad
 from naiad.core.errors import Kind

@@ -92,3 +92,24 @@ class InferResult(Mapping[str, np.ndarray]):
             f"{o.name}: {o.datatype}{list(o.data.shape)}" for o in self._outputs.values()
         )
         return f"<InferResult {self.model_name} v{self.model_version}: {shapes}>"
+
+
+def classifications(labels: np.ndarray) -> list[dict[str, float]]:
+    """Classification outputs (``b"score:index:label"``, a row per batch item) as
+    ``{label: score}`` dicts, best first; the index stands in for a missing label.
+
+    >>> classifications(runner.image_classifier.options(outputs={"PROBABILITIES": 3})
+    ...     .run(images)["PROBABILITIES"])
+    [{'three': 0.91, 'eight': 0.05, 'five': 0.02}, ...]
+    """
+    rows = labels.reshape(-1, labels.shape[-1]) if labels.ndim else labels.reshape(1, 1)
+    out = []
+    for row in rows:
+        scores: dict[str, float] = {}
+        for item in row:
+            text = item.decode() if isinstance(item, bytes) else str(item)
+            score, _, rest = text.partition(":")
+            index, _, label = rest.partition(":")
+            scores[label or index] = float(score)
+        out.append(scores)
+    return out

@@ -15,7 +15,7 @@ import asyncio
 import contextlib
 import threading
 import weakref
-from collections.abc import AsyncIterator, Coroutine, Iterator, Sequence
+from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +23,7 @@ from naiad.core.errors import InvalidArgument, Kind, NaiadError, Unavailable
 from naiad.loop_thread import LoopThread
 from naiad.runner.client import Call, Client
 from naiad.runner.errors import UnknownModel
-from naiad.runner.management import Management
+from naiad.runner.management import AsyncManagement, Management
 from naiad.runner.model import RunnerModel
 from naiad.runner.options import ServeArgs
 from naiad.runner.result import InferResult
@@ -192,8 +192,8 @@ class Runner(Management):
     async def _asignature(self, name: str, version: str) -> Signature:
         signature = self._signatures.get((name, version))
         if signature is None:
-            metadata = await self.aio._amanage("get_model_metadata", (name, version))
-            config = await self.aio._amanage("get_model_config", (name, version))
+            metadata = await self.aio.get_model_metadata(name, version)
+            config = await self.aio.get_model_config(name, version)
             signature = self._signatures[name, version] = Signature.from_documents(metadata, config)
         return signature
 
@@ -260,16 +260,13 @@ class Runner(Management):
                 self._forget(args[0])
 
 
-class AsyncRunner(Management):
+class AsyncRunner(AsyncManagement):
     """``runner.aio``: the runner's management calls as coroutines (``await runner.aio.x()``)."""
 
     def __init__(self, runner: Runner) -> None:
         self._runner = weakref.proxy(runner)
 
-    def _manage(self, method: str, *args: Any) -> Coroutine[Any, Any, Any]:
-        return self._amanage(method, args)
-
-    async def _amanage(self, method: str, args: tuple[Any, ...]) -> Any:
+    async def _amanage(self, method: str, *args: Any) -> Any:
         runner = self._runner
         client, thread = await runner._astarted()
         try:

@@ -1,0 +1,1 @@
+"""naiad runners inside other frameworks: FastAPI, BentoML and Gradio (each an extra)."""

@@ -1,0 +1,20 @@
+"""The frameworks under test leave garbage that warns when collected: BentoML's client
+its temporary folders, Gradio the event loops its components make.  It is collected
+here, at the end of each module, with those warnings ignored, not later in some other
+test that ``filterwarnings = error`` would fail."""
+
+from __future__ import annotations
+
+import gc
+import warnings
+from collections.abc import Iterator
+
+import pytest
+
+
+@pytest.fixture(autouse=True, scope="module")
+def collect_framework_garbage() -> Iterator[None]:
+    yield
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", ResourceWarning)
+        gc.collect()
