@@ -1,7 +1,6 @@
-"""The frameworks under test leave garbage that warns when collected: BentoML's client
-its temporary folders, Gradio the event loops its components make.  It is collected
-here, at the end of each module, with those warnings ignored, not later in some other
-test that ``filterwarnings = error`` would fail."""
+"""BentoML's client leaves its temporary folders to the garbage collector, which warns
+when it removes them.  They are collected here, at the end of each module, with those
+warnings ignored, not later in some other test that ``filterwarnings = error`` fails."""
 
 from __future__ import annotations
 

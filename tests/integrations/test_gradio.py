@@ -1,4 +1,8 @@
-"""examples/runner/gradio_app.py: the demo is built over a runner and its predict function called."""
+"""examples/runner/gradio_app.py: the demo is built over a runner and its predict function called.
+
+The tests are coroutines because Gradio builds a demo's queue on the running
+event loop, and makes (and leaves open) a loop of its own when none runs.
+"""
 
 from __future__ import annotations
 
@@ -17,8 +21,6 @@ import naiad
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 gr = pytest.importorskip("gradio")
 Image = pytest.importorskip("PIL.Image")
-# Gradio's components make event loops they never close (see conftest.py).
-pytestmark = pytest.mark.filterwarnings("ignore::ResourceWarning")
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +38,7 @@ def runner() -> Iterator[naiad.Runner]:
         yield r
 
 
-def test_the_demo_classifies_every_sample_digit(gradio_app, runner):
+async def test_the_demo_classifies_every_sample_digit(gradio_app, runner):
     demo = gradio_app.build_demo(runner)
     assert isinstance(demo, gr.Interface)
     assert isinstance(demo.output_components[0], gr.Label)
@@ -59,7 +61,7 @@ def test_a_sketch_is_read_from_its_composite(gradio_app, runner):
     }
 
 
-def test_scores_are_the_models_probabilities(gradio_app, runner):
+async def test_scores_are_the_models_probabilities(gradio_app, runner):
     picture = np.asarray(Image.open(gradio_app.SAMPLES[8]).convert("L"))
     scores = gradio_app.build_demo(runner).fn(picture)
     probabilities = runner.image_classifier.run(gradio_app.to_model_input(picture)[None])
