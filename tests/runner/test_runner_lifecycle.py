@@ -251,3 +251,22 @@ def test_a_runner_collected_in_this_process_stops_its_child(small_repo):
     del runner
     gc.collect()
     assert gone(pid)
+
+
+QUIET_SCRIPT = """
+import numpy as np, naiad
+
+runner = naiad.Runner("script", {repo!r}, server_type={server_type!r})
+one = np.ones(4, np.float32)
+print(runner.add_sub_python.run(one, one)["OUTPUT0"].tolist())
+"""
+
+
+@pytest.mark.parametrize("server_type", ["embedded", *NETWORK])
+def test_a_script_that_never_closes_its_runner_ends_cleanly(repo, server_type):
+    shutil.copytree(EXAMPLES / "add_sub_python", repo / "add_sub_python")
+    code = QUIET_SCRIPT.format(repo=str(repo), server_type=server_type)
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "[2.0, 2.0, 2.0, 2.0]"
+    assert "Traceback" not in done.stderr and "Task was destroyed" not in done.stderr

@@ -12,7 +12,9 @@ time a runner is only its arguments.
 from __future__ import annotations
 
 import asyncio
+import atexit
 import contextlib
+import functools
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -84,7 +86,7 @@ class Runner(Management):
             self._serve_args = ServeArgs.parse(model_repository, cli_args)
         self._lock = threading.Lock()
         self._resources = _Resources()
-        self._finalizer = weakref.finalize(self, self._resources.close)
+        weakref.finalize(self, self._resources.close).atexit = False  # see _close_at_exit
         self._signatures: dict[tuple[str, str], Signature] = {}
         self.aio = AsyncRunner(self)
 
@@ -279,6 +281,9 @@ class AsyncRunner(AsyncManagement):
 class _Resources:
     """What a started runner holds; closed by ``close()``, garbage collection or exit."""
 
+    #: Every opened one, for the end of the program (see _close_at_exit).
+    opened: weakref.WeakSet[_Resources] = weakref.WeakSet()
+
     def __init__(self) -> None:
         self.thread: LoopThread | None = None
         self.client: Client | None = None
@@ -288,6 +293,8 @@ class _Resources:
     def open(self, runner: Runner) -> None:
         from naiad.runner.remote import RemoteClient
 
+        _close_at_exit()
+        _Resources.opened.add(self)
         thread = self.thread = LoopThread(f"naiad-runner-{runner.name}")
         client: Client | None = None
         try:
@@ -349,6 +356,24 @@ class _Resources:
                 child.stop(timeout=30)
             if thread is not None:
                 thread.close()
+
+
+@functools.cache
+def _close_at_exit() -> None:
+    """Close every runner when the program ends, before Python stops its thread pools.
+
+    ``atexit`` runs too late: by then ``concurrent.futures`` refuses new work,
+    which unloading models needs.  Threading's own exit hooks run in reverse
+    order of registration, so one registered after ``concurrent.futures`` was
+    imported runs before that module's.
+    """
+    register = getattr(threading, "_register_atexit", None) or atexit.register
+    register(_close_every_runner)
+
+
+def _close_every_runner() -> None:
+    for resources in list(_Resources.opened):
+        resources.close()
 
 
 def _embedded(runner: Runner) -> Client:
