@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import gc
 import os
+import re
 import shutil
 import signal
 import subprocess
@@ -108,9 +109,16 @@ def test_a_child_that_fails_to_start_is_reported(small_repo, server_type):
         runner.start()
     assert info.value.kind is Kind.UNAVAILABLE
     assert "max_batch_sise" in info.value.message  # its last output says what is wrong
-    assert _child(runner) is None or _child(runner).returncode is not None
-    with pytest.raises(naiad.NaiadError, match="is closed"):
-        runner.start()
+    assert not runner.started
+    # fixed meanwhile: the next use starts a new child
+    (small_repo / "broken" / "config.pbtxt").write_text(
+        'backend: "onnxruntime"\nmax_batch_size: 2\n'
+    )
+    write_model(small_repo, "broken", 1, 5.0)
+    try:
+        np.testing.assert_array_equal(runner.broken.run(ONE)["OUTPUT0"], ONE + 5)
+    finally:
+        runner.close()
 
 
 def test_embedded_reports_models_that_fail_to_load(small_repo):
@@ -130,18 +138,24 @@ def test_a_child_that_never_listens_is_stopped(repo):
     (model / "1" / "model.py").write_text(SLOW_MODEL)
     (model / "config.pbtxt").write_text(SLOW_CONFIG)
     runner = naiad.Runner("slow", repo, server_type="grpc", startup_timeout=1.5)
-    with pytest.raises(naiad.NaiadError, match=r"did not start listening within 1.5 s"):
+    with pytest.raises(naiad.NaiadError, match=r"did not start listening within 1.5 s") as info:
         runner.start()
-    assert gone(_child(runner).pid)
+    pid = int(re.search(r"\(pid (\d+)\)", info.value.message).group(1))
+    assert gone(pid)
 
 
 @pytest.mark.parametrize("url", ["http://127.0.0.1:{port}", "grpc://127.0.0.1:{port}"])
-def test_a_url_that_refuses(url):
-    address = url.format(port=free_port())
+def test_a_url_that_refuses_and_later_answers(url, small_repo):
+    port = free_port()
+    address = url.format(port=port)
     runner = naiad.Runner("remote", url=address)
     with pytest.raises(naiad.NaiadError, match=f"no server answers at {address}") as info:
         runner.start()
     assert info.value.kind is Kind.UNAVAILABLE
+    protocol = address.partition(":")[0]
+    with naiad.Server(small_repo, **{f"{protocol}_port": port}):  # the server comes up
+        with runner:
+            np.testing.assert_array_equal(runner.plus2.run(ONE)["OUTPUT0"], ONE + 2)
 
 
 def test_a_missing_repository(tmp_path):

@@ -84,17 +84,21 @@ class ChildServer:
         self._reader.join(timeout=1 if self.returncode is not None else 0)
         return "\n".join(self._tail) or "(nothing)"
 
-    def exit_error(self, when: str) -> Unavailable:
+    def exit_error(self, starting: bool) -> Unavailable:
+        when, then = (
+            ("while starting", "fix the cause; the runner starts a new one on its next use")
+            if starting
+            else ("and stopped answering", "close this runner and create a new one")
+        )
         return Unavailable(
             f"the naiad server of runner '{self.name}' (pid {self.pid}) exited with code "
-            f"{self.returncode} {when}; create a new Runner once the cause is fixed. "
-            f"Its last output:\n{self.output()}"
+            f"{self.returncode} {when}: {then}. Its last output:\n{self.output()}"
         )
 
     def timeout_error(self, timeout: float) -> Unavailable:
         self.stop(0)
         return Unavailable(
-            f"the naiad server of runner '{self.name}' did not start listening within "
+            f"the naiad server of runner '{self.name}' (pid {self.pid}) did not start listening within "
             f"{timeout:g} s, and was stopped (pass a larger startup_timeout= for models that "
             f"load slowly). Its last output:\n{self.output()}"
         )

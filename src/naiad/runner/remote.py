@@ -1,9 +1,10 @@
-"""The network modes: a naiad or Triton server, reached with ``tritonclient``'s asyncio clients.
+"""The network modes: a naiad or Triton server, reached with ``tritonclient``.
 
-One client of ``tritonclient.http.aio`` or ``tritonclient.grpc.aio`` lives on
-the runner's loop and serves every thread of the program (the synchronous
-HTTP client may not be shared between threads).  Answers are turned into
-the REST shapes (:mod:`naiad.runner.rest_shapes`) and errors into
+A synchronous inference uses a ``tritonclient`` client of the calling
+thread's own (they may not be shared between threads), so it costs what
+``tritonclient`` costs; everything else runs on the runner's loop with one
+``tritonclient.http.aio`` or ``tritonclient.grpc.aio`` client.  Answers are
+turned into the REST shapes (:mod:`naiad.runner.rest_shapes`) and errors into
 NaiadErrors; when a child server stops answering because it exited, the
 error says so, with the last lines it printed.
 """
@@ -80,14 +81,33 @@ class RemoteClient(Client):
         self._client: Any = None
         self._stream_session: Any = None  # HTTP streams: an aiohttp session of their own
 
-    async def start(self) -> None:
+    def _grpc_channel_args(self) -> list[tuple[str, Any]]:
+        """tritonclient's channel options, and a subchannel pool of the channel's own:
+        gRPC shares connections between channels to one address by default, so a new
+        client would inherit the reconnect back-off of one that found no server there."""
+        keepalive = self._tc.KeepAliveOptions()
+        return [
+            ("grpc.max_send_message_length", self._tc.MAX_GRPC_MESSAGE_SIZE),
+            ("grpc.max_receive_message_length", self._tc.MAX_GRPC_MESSAGE_SIZE),
+            ("grpc.keepalive_time_ms", keepalive.keepalive_time_ms),
+            ("grpc.keepalive_timeout_ms", keepalive.keepalive_timeout_ms),
+            ("grpc.keepalive_permit_without_calls", keepalive.keepalive_permit_without_calls),
+            ("grpc.http2.max_pings_without_data", keepalive.http2_max_pings_without_data),
+            ("grpc.use_local_subchannel_pool", 1),
+        ]
+
+    def _new_client(self, tc: Any) -> Any:
+        """A client of ``tc`` (tritonclient's synchronous or asyncio module) for the server."""
         if self.protocol == "http":
-            # No total timeout: a request may take as long as its model does.
-            self._client = self._tc.InferenceServerClient(
-                self.address, conn_timeout=None, ssl=self.ssl
-            )
-        else:
-            self._client = self._tc.InferenceServerClient(self.address, ssl=self.ssl)
+            # No timeout for the whole call: a request may take as long as its model does.
+            timeout = {"conn_timeout": None} if tc is self._tc else {"network_timeout": None}
+            return tc.InferenceServerClient(self.address, ssl=self.ssl, **timeout)
+        return tc.InferenceServerClient(
+            self.address, ssl=self.ssl, channel_args=self._grpc_channel_args()
+        )
+
+    async def start(self) -> None:
+        self._client = self._new_client(self._tc)
         if self.child is None:
             await self._call(self._client.is_server_live())  # fail now if nothing answers
 
@@ -106,7 +126,7 @@ class RemoteClient(Client):
         deadline = time.monotonic() + timeout
         while True:
             if self.child.returncode is not None:
-                raise self.child.exit_error("while starting")
+                raise self.child.exit_error(starting=True)
             try:
                 _, writer = await asyncio.open_connection(host, int(port))
             except OSError:
@@ -137,7 +157,7 @@ class RemoteClient(Client):
         else:
             error = unreachable(self.url, exc)
         if self.child is not None and self.child.returncode is not None:
-            return self.child.exit_error("and stopped answering")
+            return self.child.exit_error(starting=False)
         host, _, port = self.address.rpartition(":")
         try:
             socket.create_connection((host.strip("[]"), int(port)), timeout=5).close()
@@ -194,12 +214,7 @@ class RemoteClient(Client):
         return self._result(result)
 
     def _new_sync_client(self) -> Any:
-        tc = importlib.import_module(f"tritonclient.{self.protocol}")
-        if self.protocol == "http":
-            # No network timeout: a request may take as long as its model does.
-            client = tc.InferenceServerClient(self.address, ssl=self.ssl, network_timeout=None)
-        else:
-            client = tc.InferenceServerClient(self.address, ssl=self.ssl)
+        client = self._new_client(importlib.import_module(f"tritonclient.{self.protocol}"))
         self._local.client = client
         self._sync_clients.append(client)
         return client

@@ -12,9 +12,6 @@ time a runner is only its arguments.
 from __future__ import annotations
 
 import asyncio
-import atexit
-import contextlib
-import functools
 import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -28,6 +25,7 @@ from naiad.runner.errors import UnknownModel
 from naiad.runner.management import AsyncManagement, Management
 from naiad.runner.model import RunnerModel
 from naiad.runner.options import ServeArgs
+from naiad.runner.resources import Resources
 from naiad.runner.result import InferResult
 from naiad.runner.signature import Signature
 
@@ -85,8 +83,8 @@ class Runner(Management):
                 )
             self._serve_args = ServeArgs.parse(model_repository, cli_args)
         self._lock = threading.Lock()
-        self._resources = _Resources()
-        weakref.finalize(self, self._resources.close).atexit = False  # see _close_at_exit
+        self._resources = Resources()
+        weakref.finalize(self, self._resources.close).atexit = False  # closed at exit anyway
         self._signatures: dict[tuple[str, str], Signature] = {}
         self.aio = AsyncRunner(self)
 
@@ -276,116 +274,6 @@ class AsyncRunner(AsyncManagement):
         finally:
             if method in _MODEL_CHANGES:
                 runner._forget(args[0])
-
-
-class _Resources:
-    """What a started runner holds; closed by ``close()``, garbage collection or exit."""
-
-    #: Every opened one, for the end of the program (see _close_at_exit).
-    opened: weakref.WeakSet[_Resources] = weakref.WeakSet()
-
-    def __init__(self) -> None:
-        self.thread: LoopThread | None = None
-        self.client: Client | None = None
-        self.child: Any = None
-        self.closed = False
-
-    def open(self, runner: Runner) -> None:
-        from naiad.runner.remote import RemoteClient
-
-        _close_at_exit()
-        _Resources.opened.add(self)
-        thread = self.thread = LoopThread(f"naiad-runner-{runner.name}")
-        client: Client | None = None
-        try:
-            if runner.url is not None:
-                host = runner._address.rpartition(":")[0]
-                metrics = runner.metrics_url or f"http://{host}:8002/metrics"
-                client = RemoteClient(
-                    runner.server_type, runner._address, ssl=runner._ssl, metrics_url=metrics
-                )
-            elif runner.server_type == "embedded":
-                client = _embedded(runner)
-            else:
-                client = self._child(runner, thread)
-            thread.call(client.start())
-        except BaseException:
-            if client is not None:
-                with contextlib.suppress(Exception):
-                    thread.call(client.close())  # what it opened before failing
-            self.close()
-            raise
-        self.client = client
-
-    def _child(self, runner: Runner, thread: LoopThread) -> Client:
-        from naiad.runner.child import ChildServer, free_port
-        from naiad.runner.remote import RemoteClient, import_tritonclient
-
-        args = runner._serve_args
-        assert args is not None
-        protocol = runner.server_type
-        import_tritonclient(protocol)  # before starting a process it could not talk to
-        port = free_port()
-        metrics_port = free_port() if args.allow_metrics else None
-        child = self.child = ChildServer(runner.name, args.child_args(protocol, port, metrics_port))
-        client = RemoteClient(
-            protocol,
-            f"127.0.0.1:{port}",
-            metrics_url=None
-            if metrics_port is None
-            else f"http://127.0.0.1:{metrics_port}/metrics",
-            child=child,
-        )
-        thread.call(client.wait_until_listening(runner.startup_timeout))
-        return client
-
-    def close(self) -> None:
-        if self.closed:
-            return
-        self.closed = True
-        client, thread, child = self.client, self.thread, self.child
-        self.client = None
-        try:
-            if client is not None and thread is not None and thread.running:
-                try:
-                    thread.call(client.close())
-                except NaiadError:
-                    pass  # a child that died already, a server gone away: nothing to close
-        finally:
-            if child is not None:
-                child.stop(timeout=30)
-            if thread is not None:
-                thread.close()
-
-
-@functools.cache
-def _close_at_exit() -> None:
-    """Close every runner when the program ends, before Python stops its thread pools.
-
-    ``atexit`` runs too late: by then ``concurrent.futures`` refuses new work,
-    which unloading models needs.  Threading's own exit hooks run in reverse
-    order of registration, so one registered after ``concurrent.futures`` was
-    imported runs before that module's.
-    """
-    register = getattr(threading, "_register_atexit", None) or atexit.register
-    register(_close_every_runner)
-
-
-def _close_every_runner() -> None:
-    for resources in list(_Resources.opened):
-        resources.close()
-
-
-def _embedded(runner: Runner) -> Client:
-    from naiad import logs
-    from naiad.runner.embedded import EmbeddedClient
-
-    args = runner._serve_args
-    assert args is not None
-    options = args.options()
-    if args.wants_logging():  # as naiad serve does when asked for its logs
-        logs.configure(options.log_verbose, options.log_format, options.log_file)
-    return EmbeddedClient(options)
 
 
 def _endpoint(url: str, server_type: str | None) -> tuple[str, bool, str]:
