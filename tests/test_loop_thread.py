@@ -9,6 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
+import naiad
 from naiad.loop_thread import LoopThread
 
 
@@ -117,3 +118,29 @@ def test_close_stops_the_thread(lt):
     lt.close()
     assert not lt.running
     assert lt.loop.is_closed()
+
+
+def test_closing_answers_whoever_still_waits(lt):
+    reached = threading.Event()
+
+    async def forever() -> None:
+        reached.set()
+        await asyncio.Event().wait()
+
+    outcome: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            lt.call(forever())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert reached.wait(5)
+    lt.close()
+    thread.join(5)
+    assert not thread.is_alive()
+    assert isinstance(outcome[0], naiad.NaiadError) and "has stopped" in str(outcome[0])
+    with pytest.raises(naiad.NaiadError, match="has stopped"):
+        lt.call(_where(lt))

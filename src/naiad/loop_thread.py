@@ -24,9 +24,11 @@ import concurrent.futures
 import contextlib
 import selectors
 import threading
+import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from naiad.core.errors import Unavailable
 from naiad.frontends.eager import Started, start_eagerly
 
 T = TypeVar("T")
@@ -53,6 +55,8 @@ class LoopThread:
     def __init__(self, name: str) -> None:
         self._lock = threading.Lock()
         self.loop = asyncio.SelectorEventLoop(_Selector(self._lock))
+        #: Futures of calls still running on the loop (see close).
+        self._pending: weakref.WeakSet[concurrent.futures.Future[Any]] = weakref.WeakSet()
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -75,13 +79,27 @@ class LoopThread:
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (never from the loop itself)."""
-        self._check_caller(coro)
-        return asyncio.run_coroutine_threadsafe(coro, self.loop).result(timeout)
+        return self._submit(coro).result(timeout)
 
     async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and await its result from another loop."""
+        return await asyncio.wrap_future(self._submit(coro))
+
+    def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
         self._check_caller(coro)
-        return await asyncio.wrap_future(asyncio.run_coroutine_threadsafe(coro, self.loop))
+        try:
+            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+        except RuntimeError:  # the loop is closed
+            coro.close()
+            raise Unavailable(_STOPPED) from None
+        self._waiting(future)
+        return future
+
+    def _waiting(self, future: concurrent.futures.Future[Any]) -> None:
+        """Answer ``future`` with an error if the loop stops before it does (see close)."""
+        self._pending.add(future)
+        if not self.running:
+            _stopped(future)
 
     def _check_caller(self, coro: Coroutine[Any, Any, Any]) -> None:
         if self.on_loop_thread():
@@ -133,6 +151,7 @@ class LoopThread:
                 asyncio._set_running_loop(outer)
             if started is not None:
                 future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
+                self._waiting(future)
             # Callbacks or an earlier timer added here: wake the loop to run them.
             if len(loop._ready) != ready or (scheduled[0] if scheduled else None) is not first:  # type: ignore[attr-defined]
                 loop.call_soon_threadsafe(_nothing)
@@ -143,15 +162,33 @@ class LoopThread:
     # -- stopping ---------------------------------------------------------------------
 
     def close(self) -> None:
-        """Stop the loop, wait for its thread and close it (pending work is dropped)."""
+        """Stop the loop, wait for its thread and close it.  Work still pending is
+        dropped, and whoever waits for it gets an UNAVAILABLE error, not a hang."""
         if self.loop.is_closed():
             return
+        for future in list(self._pending):
+            _stopped(future)
+        if self.running and not self.on_loop_thread():
+            with contextlib.suppress(Exception):
+                asyncio.run_coroutine_threadsafe(_cancel_tasks(), self.loop).result(10)
         if self.running:
             self.loop.call_soon_threadsafe(self.loop.stop)
             if not self.on_loop_thread():
                 self._thread.join()
         if not self.running:
             self.loop.close()
+            for future in list(self._pending):
+                _stopped(future)
+
+
+async def _cancel_tasks() -> None:
+    """Cancel every other task of the loop and let them end (as ``asyncio.run`` does)."""
+    tasks = asyncio.all_tasks() - {asyncio.current_task()}
+    for task in tasks:
+        task.cancel()
+    if tasks:
+        await asyncio.wait(tasks, timeout=5)
+    await asyncio.get_running_loop().shutdown_asyncgens()
 
 
 async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
@@ -175,3 +212,11 @@ def _cancel_if_cancelled(
 
 def _nothing() -> None:
     pass
+
+
+_STOPPED = "the event loop of this server or runner has stopped (it was closed)"
+
+
+def _stopped(future: concurrent.futures.Future[Any]) -> None:
+    with contextlib.suppress(concurrent.futures.InvalidStateError):
+        future.set_exception(Unavailable(_STOPPED))
