@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import gc
 import os
 import re
@@ -65,6 +66,19 @@ def test_nothing_starts_before_first_use(small_repo, server_type):
     finally:
         runner.close()
     assert "closed" in repr(runner)
+
+
+def test_a_runner_not_started_checks_a_model_name_on_its_first_call(small_repo):
+    runner = naiad.Runner("names", small_repo)
+    model = runner.nope  # no I/O in attribute access: async code may write it freely
+    assert not runner.started
+    try:
+        with pytest.raises(naiad.NaiadError, match="has no model 'nope'; its models are plus2"):
+            model.run(ONE)
+        with pytest.raises(AttributeError):
+            runner.also_nope  # noqa: B018  (started now: checked at once)
+    finally:
+        runner.close()
 
 
 @pytest.mark.parametrize("server_type", NETWORK)
@@ -284,3 +298,26 @@ def test_a_script_that_never_closes_its_runner_ends_cleanly(repo, server_type):
     assert done.returncode == 0, done.stderr
     assert done.stdout.strip() == "[2.0, 2.0, 2.0, 2.0]"
     assert "Traceback" not in done.stderr and "Task was destroyed" not in done.stderr
+
+
+async def test_a_first_async_call_does_not_block_the_event_loop(small_repo):
+    """Starting (a child, here) happens off the loop: other tasks keep running meanwhile."""
+    ticks = 0
+
+    async def ticker() -> None:
+        nonlocal ticks
+        while True:
+            await asyncio.sleep(0.01)
+            ticks += 1
+
+    runner = naiad.Runner("async-start", small_repo, server_type="grpc")
+    task = asyncio.ensure_future(ticker())
+    try:
+        await asyncio.sleep(0.05)
+        before = ticks
+        result = await runner.plus2.async_run(ONE)
+        np.testing.assert_array_equal(result["OUTPUT0"], ONE + 2)
+        assert ticks - before >= 3  # the child took far longer than three ticks to start
+    finally:
+        task.cancel()
+        await runner.aclose()

@@ -14,10 +14,10 @@ from typing import TYPE_CHECKING, Any
 from naiad.core.errors import Unsupported
 from naiad.runner.client import Call, RequestOptions
 from naiad.runner.result import InferResult
+from naiad.runner.signature import Signature
 
 if TYPE_CHECKING:
     from naiad.runner.runner import Runner
-    from naiad.runner.signature import Signature
 
 
 class RunnerModel:
@@ -87,8 +87,9 @@ class RunnerModel:
 
     # -- calls -----------------------------------------------------------------------
 
-    def _call(self, args: tuple[Any, ...], kwargs: dict[str, Any], *, stream: bool) -> Call:
-        signature = self._runner._signature(self.name, self.version)
+    def _call(
+        self, signature: Signature, args: tuple[Any, ...], kwargs: dict[str, Any], stream: bool
+    ) -> Call:
         if signature.decoupled and not stream:
             raise Unsupported(
                 f"model '{self.name}' is decoupled (it may answer with several responses): "
@@ -98,19 +99,24 @@ class RunnerModel:
 
     def run(self, *args: Any, **inputs: Any) -> InferResult:
         """Infer: inputs in the config's order, or by name; returns the outputs."""
-        return self._runner._infer(self._call(args, inputs, stream=False))
+        signature = self._runner._signature(self.name, self.version)
+        return self._runner._infer(self._call(signature, args, inputs, stream=False))
 
     async def async_run(self, *args: Any, **inputs: Any) -> InferResult:
-        """:meth:`run` for asyncio code (any event loop)."""
-        return await self._runner._ainfer(self._call(args, inputs, stream=False))
+        """:meth:`run` for asyncio code (any event loop); it never blocks the loop."""
+        signature = await self._runner._asignature(self.name, self.version)
+        return await self._runner._ainfer(self._call(signature, args, inputs, stream=False))
 
     def stream(self, *args: Any, **inputs: Any) -> Iterator[InferResult]:
         """Every response of a decoupled model, as they come (one for other models)."""
-        return self._runner._stream(self._call(args, inputs, stream=True))
+        signature = self._runner._signature(self.name, self.version)
+        return self._runner._stream(self._call(signature, args, inputs, stream=True))
 
-    def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[InferResult]:
+    async def astream(self, *args: Any, **inputs: Any) -> AsyncIterator[InferResult]:
         """:meth:`stream` for ``async for``."""
-        return self._runner._astream(self._call(args, inputs, stream=True))
+        signature = await self._runner._asignature(self.name, self.version)
+        async for result in self._runner._astream(self._call(signature, args, inputs, stream=True)):
+            yield result
 
     # -- about the model --------------------------------------------------------------
 

@@ -86,6 +86,7 @@ class Runner(Management):
         self._resources = Resources()
         weakref.finalize(self, self._resources.close).atexit = False  # closed at exit anyway
         self._signatures: dict[tuple[str, str], Signature] = {}
+        self._models: set[str] = set()  # names in the repository index, as last read
         self.aio = AsyncRunner(self)
 
     def __repr__(self) -> str:
@@ -160,31 +161,43 @@ class Runner(Management):
         return self.model(name)
 
     def __getattr__(self, name: str) -> RunnerModel:
+        # No I/O here, so that async code may write runner.add_sub freely: a runner
+        # not started yet checks the name on the model's first call instead.
         if name.startswith("_"):
             raise AttributeError(name)
-        if name not in self._model_names():
-            raise UnknownModel(
-                f"runner '{self.name}' has no model '{name}'; its models are "
-                f"{', '.join(sorted(self._model_names())) or '(none)'}"
-            )
+        if self.started and name not in self._model_names(refresh=name not in self._models):
+            raise self._unknown(name)
         model = self.__dict__[name] = self.model(name)  # found directly from now on
         return model
 
     def __dir__(self) -> list[str]:
         names = set(super().__dir__())
         try:
-            names.update(n for n in self._model_names() if n.isidentifier())
+            names.update(n for n in self._model_names(refresh=True) if n.isidentifier())
         except NaiadError:
             pass  # tab completion must not fail because the server does
         return sorted(names)
 
-    def _model_names(self) -> set[str]:
-        return {row["name"] for row in self.get_model_repository_index()}
+    def _model_names(self, refresh: bool = False) -> set[str]:
+        if refresh or not self.started:
+            self._models = {row["name"] for row in self.get_model_repository_index()}
+        return self._models
+
+    def _unknown(self, name: str) -> UnknownModel:
+        return UnknownModel(
+            f"runner '{self.name}' has no model '{name}'; its models are "
+            f"{', '.join(sorted(self._models)) or '(none)'}"
+        )
 
     def _signature(self, name: str, version: str) -> Signature:
         signature = self._signatures.get((name, version))
         if signature is None:
-            metadata = self.get_model_metadata(name, version)
+            try:
+                metadata = self.get_model_metadata(name, version)
+            except NaiadError:
+                if name not in self._model_names(refresh=True):
+                    raise self._unknown(name) from None
+                raise
             config = self.get_model_config(name, version)
             signature = self._signatures[name, version] = Signature.from_documents(metadata, config)
         return signature
@@ -192,7 +205,14 @@ class Runner(Management):
     async def _asignature(self, name: str, version: str) -> Signature:
         signature = self._signatures.get((name, version))
         if signature is None:
-            metadata = await self.aio.get_model_metadata(name, version)
+            try:
+                metadata = await self.aio.get_model_metadata(name, version)
+            except NaiadError:
+                index = await self.aio.get_model_repository_index()
+                self._models = {row["name"] for row in index}
+                if name not in self._models:
+                    raise self._unknown(name) from None
+                raise
             config = await self.aio.get_model_config(name, version)
             signature = self._signatures[name, version] = Signature.from_documents(metadata, config)
         return signature
