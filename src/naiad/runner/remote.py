@@ -239,11 +239,18 @@ class RemoteClient(Client):
         return InferResult(tensors, *header, parameters=params)
 
     def stream(self, call: Call) -> AsyncIterator[InferResult]:
-        if self.protocol == "http":
-            from naiad.runner.sse import generate_stream
+        return self._grpc_stream(call) if self.protocol == "grpc" else self._http_stream(call)
 
-            return generate_stream(self, call)
-        return self._grpc_stream(call)
+    async def _http_stream(self, call: Call) -> AsyncIterator[InferResult]:
+        from naiad.runner.sse import generate_stream
+
+        if self._stream_session is None:  # made here, on the runner's loop
+            import aiohttp
+
+            self._stream_session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
+        server = f"{'https' if self.ssl else 'http'}://{self.address}"
+        async for result in generate_stream(self._stream_session, server, call, self._call):
+            yield result
 
     async def _grpc_stream(self, call: Call) -> AsyncIterator[InferResult]:
         request = self._infer_args(call)

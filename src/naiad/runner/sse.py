@@ -11,7 +11,7 @@ model's metadata.
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
@@ -24,29 +24,29 @@ from naiad.runner.result import InferResult, Output
 from naiad.runner.signature import TensorSpec
 
 if TYPE_CHECKING:
-    from naiad.runner.remote import RemoteClient
+    import aiohttp
 
 _HEADER = ("model_name", "model_version", "id")
 #: Request options generate_stream has no field for.
 _UNSUPPORTED = ("outputs", "sequence_id", "priority", "timeout")
 
 
-async def generate_stream(client: RemoteClient, call: Call) -> AsyncIterator[InferResult]:
+async def generate_stream(
+    session: aiohttp.ClientSession,
+    server: str,
+    call: Call,
+    checked: Callable[[Awaitable[Any]], Awaitable[Any]],
+) -> AsyncIterator[InferResult]:
+    """The responses of ``call`` from ``server`` (``http://host:port``); ``checked``
+    turns a failure of what it awaits into a NaiadError."""
     body = _body(call)
-    if client._stream_session is None:
-        import aiohttp
-
-        client._stream_session = aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=None))
     version = f"/versions/{call.version}" if call.version else ""
-    url = (
-        f"{'https' if client.ssl else 'http'}://{client.address}/v2/models/"
-        f"{quote(call.model)}{version}/generate_stream"
-    )
-    async with await client._call(client._stream_session.post(url, json=body)) as answer:
+    url = f"{server}/v2/models/{quote(call.model)}{version}/generate_stream"
+    async with await checked(session.post(url, json=body)) as answer:
         if answer.status != 200:
             raise from_status(str(answer.status), _error_text(await answer.read()))
         while True:
-            line = await client._call(answer.content.readline())
+            line = await checked(answer.content.readline())
             if not line:
                 return
             if not line.startswith(b"data:"):
