@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import subprocess
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import Any
 
 import httpx
 
@@ -39,3 +41,16 @@ def stop(proc: subprocess.Popen, timeout: float = 60) -> int:
         proc.kill()
         proc.wait()
         raise
+
+
+@contextlib.contextmanager
+def serving(command: list[str], ready: str, log: Path, **popen: Any) -> Iterator[subprocess.Popen]:
+    """``command`` running (its output in ``log``) once ``ready`` answers 200; stopped after."""
+    with log.open("w") as out:
+        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT, **popen)
+    try:
+        wait_for(ready, proc, log.read_text)
+        yield proc
+    finally:
+        if proc.poll() is None:
+            stop(proc)

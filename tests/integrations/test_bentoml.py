@@ -11,7 +11,7 @@ from pathlib import Path
 import httpx
 import numpy as np
 import pytest
-from integration_helpers import DIGITS, RUNNER_EXAMPLES, stop, wait_for
+from integration_helpers import DIGITS, RUNNER_EXAMPLES, serving, stop
 from support.processes import alive, children, free_port
 
 bentoml = pytest.importorskip("bentoml")
@@ -30,21 +30,12 @@ def service(
     home = tmp_path_factory.mktemp("bentoml")
     log = home / "serve.log"
     port = free_port()
-    env = dict(os.environ, BENTOML_HOME=str(home / "home"), BENTOML_DO_NOT_TRACK="true")
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "bentoml", "serve", "bentoml_service:NaiadDemo",
-             "--host", "127.0.0.1", "--port", str(port)],
-            cwd=RUNNER_EXAMPLES, stdout=out, stderr=subprocess.STDOUT, env=env,
-            start_new_session=True,  # stop() reaches BentoML's workers through the group
-        )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(f"{url}/readyz", proc, log.read_text)
+    command = [sys.executable, "-m", "bentoml", "serve", "bentoml_service:NaiadDemo",
+               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    env = dict(os.environ, BENTOML_HOME=str(home / "home"), BENTOML_DO_NOT_TRACK="true")
+    with serving(command, f"{url}/readyz", log, cwd=RUNNER_EXAMPLES, env=env) as proc:
         yield url, proc, log
-    finally:
-        if proc.poll() is None:
-            stop(proc)
 
 
 def test_apis_through_bentomls_client(service):

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 import pytest
-from integration_helpers import DIGITS, RUNNER_EXAMPLES, stop, wait_for
+from integration_helpers import DIGITS, RUNNER_EXAMPLES, serving, stop
 from support.processes import alive, children, free_port
 
 
@@ -19,20 +19,12 @@ from support.processes import alive, children, free_port
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen, Path]]:
     port = free_port()
     log = tmp_path_factory.mktemp("fastapi") / "uvicorn.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--app-dir", str(RUNNER_EXAMPLES),
-             "--host", "127.0.0.1", "--port", str(port)],
-            stdout=out, stderr=subprocess.STDOUT,
-            env=dict(os.environ, GRADIO_ANALYTICS_ENABLED="False"),
-        )  # fmt: skip
     url = f"http://127.0.0.1:{port}"
-    try:
-        wait_for(f"{url}/health/ready", proc, log.read_text)
+    command = [sys.executable, "-m", "uvicorn", "fastapi_app:app", "--app-dir",
+               str(RUNNER_EXAMPLES), "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    env = dict(os.environ, GRADIO_ANALYTICS_ENABLED="False")
+    with serving(command, f"{url}/health/ready", log, env=env) as proc:
         yield url, proc, log
-    finally:
-        if proc.poll() is None:
-            stop(proc)
 
 
 def test_endpoints_call_the_models(app):
