@@ -13,6 +13,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from scheduling.sequence_models import acc_state
 
 import naiad
 
@@ -23,13 +24,14 @@ CLI_ARGS = ["--model-control-mode=explicit", "--load-model=*"]
 
 @pytest.fixture(scope="session")
 def runner_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """The example repository and ``add-sub``, a copy of ``add_sub`` under a name
-    that is not a Python identifier."""
+    """The example repository, ``add-sub`` (a copy of ``add_sub`` under a name that is
+    not a Python identifier) and ``acc_state`` (a sequence model with implicit state)."""
     repo = tmp_path_factory.mktemp("runner") / "models"
     shutil.copytree(EXAMPLES, repo)
     shutil.copytree(EXAMPLES / "add_sub", repo / "add-sub")
     config = repo / "add-sub" / "config.pbtxt"
     config.write_text(config.read_text().replace('name: "add_sub"', 'name: "add-sub"'))
+    acc_state(repo)
     return repo
 
 

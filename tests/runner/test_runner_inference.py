@@ -91,6 +91,16 @@ def test_request_options(runner):
     np.testing.assert_array_equal(via_python["OUTPUT0"], A + B)
 
 
+def test_a_sequence_keeps_its_state(runner):
+    acc = runner.acc_state
+    first = acc.options(sequence_id=41, sequence_start=True).run([[3]])
+    other = acc.options(sequence_id="other", sequence_start=True, sequence_end=True).run([[100]])
+    second = acc.options(sequence_id=41).run([[4]])
+    last = acc.options(sequence_id=41, sequence_end=True, priority=1, timeout=10_000_000).run([[5]])
+    assert [r["OUTPUT"].tolist() for r in (first, second, last)] == [[[3]], [[7]], [[12]]]
+    assert other["OUTPUT"].tolist() == [[100]]
+
+
 def test_stream_a_decoupled_model(runner):
     values = np.array([4, 5, 6], np.int32)
     results = list(runner.repeat.stream(values))
