@@ -267,11 +267,8 @@ class RemoteClient(Client):
                     return
                 if error is not None:
                     raise from_tritonclient(error)
-                final = rest_shapes.parameters(result.get_response().parameters).pop(
-                    "triton_final_response", False
-                )
                 converted = self._result(result)
-                converted.parameters.pop("triton_final_response", None)
+                final = converted.parameters.pop("triton_final_response", False)
                 yield converted
                 if final:
                     return
