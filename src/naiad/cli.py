@@ -163,6 +163,31 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
     )
 
 
+def _http_limit_flags(serve: argparse.ArgumentParser) -> None:
+    """What one HTTP client may cost (naiad.frontends.http.limits; docs/security.md)."""
+    limits = serve.add_argument_group("HTTP limits (naiad; defaults after nginx and Node)")
+    for flag, default, unit, text in (
+        ("--http-max-input-size", 64 * 1024 * 1024, "BYTES", "largest request body (400)"),
+        ("--http-max-url-size", 8 * 1024, "BYTES", "longest request URL (414)"),
+        ("--http-max-header-size", 8 * 1024, "BYTES", "largest header field (431)"),
+        ("--http-max-head-size", 32 * 1024, "BYTES", "largest request head in all (431)"),
+        ("--http-max-header-count", 100, "N", "most header fields in a request (431)"),
+        ("--http-max-connections", 4096, "N", "most open connections (503 past it)"),
+    ):
+        limits.add_argument(
+            flag, type=int, default=default, metavar=unit, help=f"{text}; default {default}"
+        )
+    for flag, default, text in (
+        ("--http-header-timeout-secs", 60.0, "for a whole request head to arrive (408)"),
+        ("--http-body-timeout-secs", 60.0, "between two reads of a request body (408)"),
+        ("--http-keepalive-timeout-secs", 75.0, "an idle keep-alive connection is kept"),
+    ):
+        limits.add_argument(
+            flag, type=float, default=default, metavar="SECS",
+            help=f"seconds {text}; 0 = no limit; default {default:g}",
+        )  # fmt: skip
+
+
 def build_parser(
     parser_class: type[argparse.ArgumentParser] = argparse.ArgumentParser,
 ) -> argparse.ArgumentParser:
@@ -228,7 +253,7 @@ def build_parser(
         default=None,
         help="deprecated: --trace-config triton,log-frequency",
     )
-    serve.add_argument("--http-max-input-size", type=int, default=64 * 1024 * 1024)
+    _http_limit_flags(serve)
     serve.add_argument(
         "--http-restricted-api",
         action="append",
@@ -251,10 +276,9 @@ def build_parser(
     _flag(
         serve,
         "--allow-client-shm",
-        True,
-        "let clients register system and CUDA shared "
-        "memory (Triton's newest default is false; naiad's is true, for older clients "
-        "and perf_analyzer --shared-memory)",
+        False,
+        "let clients register system and CUDA shared memory (needed by perf_analyzer "
+        "--shared-memory); default false, as in current Triton",
     )
     serve.add_argument("--model-control-mode", choices=("none", "poll", "explicit"), default="none")
     serve.add_argument(
@@ -346,6 +370,14 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         http_address=args.http_address,
         http_port=args.http_port if args.allow_http else -1,
         http_max_input_size=args.http_max_input_size,
+        http_max_url_size=args.http_max_url_size,
+        http_max_header_size=args.http_max_header_size,
+        http_max_head_size=args.http_max_head_size,
+        http_max_header_count=args.http_max_header_count,
+        http_max_connections=args.http_max_connections,
+        http_header_timeout_secs=args.http_header_timeout_secs,
+        http_body_timeout_secs=args.http_body_timeout_secs,
+        http_keepalive_timeout_secs=args.http_keepalive_timeout_secs,
         http_restricted_api=tuple(args.http_restricted_api),
         http_header_forward_pattern=args.http_header_forward_pattern,
         http_ssl_cert=args.http_ssl_cert,

@@ -27,6 +27,15 @@ class ServerOptions:
     http_address: str = "0.0.0.0"
     http_port: int = 8000
     http_max_input_size: int = 64 * 1024 * 1024
+    # What one HTTP/1.1 client may cost (naiad.frontends.http.limits, docs/security.md).
+    http_max_url_size: int = 8 * 1024
+    http_max_header_size: int = 8 * 1024
+    http_max_head_size: int = 32 * 1024
+    http_max_header_count: int = 100
+    http_header_timeout_secs: float = 60.0
+    http_body_timeout_secs: float = 60.0
+    http_keepalive_timeout_secs: float = 75.0
+    http_max_connections: int = 4096
     #: --http-restricted-api entries "<category,...>:<header>=<value>"
     http_restricted_api: tuple[str, ...] = ()
     #: --http-header-forward-pattern: matching headers become request parameters
@@ -76,10 +85,10 @@ class ServerOptions:
     #: "triton" (file, log-frequency), "opentelemetry" (url, resource, bsp_*).
     #: ``level`` may hold several comma-separated levels.
     trace_config: dict[str, dict[str, str]] = field(default_factory=dict)
-    #: ``--allow-client-shm``: clients may register shared memory.  Triton's newest
-    #: default is false; naiad's is true so older clients and perf_analyzer
-    #: ``--shared-memory`` work out of the box.
-    allow_client_shm: bool = True
+    #: ``--allow-client-shm``: clients may register shared memory (off by default, as
+    #: in current Triton: a client could otherwise make the server open and write any
+    #: object under /dev/shm it names; docs/security.md).
+    allow_client_shm: bool = False
     log_verbose: int = 0
     log_info: bool = True
     log_warning: bool = True

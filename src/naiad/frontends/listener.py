@@ -1,25 +1,54 @@
 """A listening socket and its open connections, closed gracefully: what both frontends share.
 
-A connection protocol adds itself to ``connections`` when made, calls
+A connection protocol adds itself to ``connections`` when made (through
+:meth:`Listener.admit` where the number of connections is capped), calls
 :meth:`Listener.connection_closed` when lost, and provides ``shutdown()``
 (finish what is in flight, then close) and ``abort()``.
+
+Connections with timeouts keep one ``deadline`` (a loop time, 0 for none) that
+they move as their state changes; one sweeper task per listener looks at them
+every ``sweep_interval`` seconds, so the hot path sets a float instead of
+arming and cancelling a timer per request.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
+import logging
+import os
+import socket
 import ssl
 from collections.abc import Callable
-from typing import Any
+from typing import Any, Protocol
+
+log = logging.getLogger("naiad")
+
+
+class Expiring(Protocol):
+    """A connection with a deadline, for the sweeper and the connection cap."""
+
+    #: loop time at which :meth:`timed_out` is due; 0 when no timeout runs
+    deadline: float
+
+    @property
+    def idle(self) -> bool:
+        """Between requests with nothing half-read: may be closed to make room."""
+
+    def timed_out(self) -> None: ...
+
+    def close_idle(self) -> None: ...
 
 
 class Listener:
-    def __init__(self) -> None:
+    def __init__(self, max_connections: int = 0, sweep_interval: float = 0.0) -> None:
         self.loop = asyncio.get_running_loop()
         self.connections: set[Any] = set()
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
+        self.max_connections = max_connections
+        self.sweep_interval = sweep_interval
+        self._sweeper: asyncio.Task[None] | None = None
         self._all_closed: asyncio.Event | None = None
 
     async def listen(
@@ -41,7 +70,34 @@ class Listener:
             ssl=tls,
         )
         self.port = int(self.server.sockets[0].getsockname()[1])
+        if self.sweep_interval > 0:
+            self._sweeper = self.loop.create_task(self._sweep())
         return self.port
+
+    def admit(self, conn: Expiring) -> bool:
+        """Count a new connection in; at the cap, close the longest-idle one to make
+        room (as nginx reuses keep-alive connections), or refuse the newcomer."""
+        if self.max_connections and len(self.connections) >= self.max_connections:
+            idle = [c for c in self.connections if c.idle]
+            if not idle:
+                return False
+            oldest = min(idle, key=lambda c: c.deadline or float("inf"))
+            self.connections.discard(oldest)
+            oldest.close_idle()
+        self.connections.add(conn)
+        return True
+
+    async def _sweep(self) -> None:
+        while True:
+            await asyncio.sleep(self.sweep_interval)
+            now = self.loop.time()
+            for conn in list(self.connections):
+                if 0 < conn.deadline <= now:
+                    try:
+                        conn.timed_out()
+                    except Exception:  # one broken connection must not stop the sweeper
+                        log.exception("closing a timed-out connection")
+                        conn.abort()
 
     def connection_closed(self, conn: Any) -> None:
         self.connections.discard(conn)
@@ -58,11 +114,32 @@ class Listener:
         if self.connections:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self._all_closed.wait(), timeout)
+        if self._sweeper is not None:
+            self._sweeper.cancel()
         for conn in list(self.connections):
             conn.abort()
         if self.server is not None:
             with contextlib.suppress(asyncio.TimeoutError):
                 await asyncio.wait_for(self.server.wait_closed(), 1.0)
+
+
+def has_unread(transport: asyncio.BaseTransport) -> bool:
+    """Whether the peer has sent bytes the event loop has not handed over yet.
+
+    A graceful close looks before it closes an idle connection: a request
+    already written by the client must be answered, not dropped.
+    """
+    sock = transport.get_extra_info("socket")
+    if sock is None:
+        return False
+    try:
+        with socket.socket(fileno=os.dup(sock.fileno())) as peek:
+            peek.setblocking(False)
+            return bool(peek.recv(1, socket.MSG_PEEK))
+    except (BlockingIOError, InterruptedError):
+        return False
+    except OSError:
+        return False
 
 
 def tls_context(

@@ -4,6 +4,12 @@ Triton's quirks are kept: ``/metrics`` and ``/metrics/`` answer the
 exposition (``text/plain; charset=utf-8``), any other path answers 200 with
 an empty body, and any method but GET answers 405 with a JSON error.  The
 body is rendered on the event loop from the server's own registry.
+
+Nothing here takes a request body, so none is ever read: a request that
+announces one is answered 400 and the connection closed, as is a malformed
+one (one log line each, at info level as nginx logs client errors).  The
+head size, timeouts and connection cap are the HTTP port's
+(:class:`~naiad.frontends.http.limits.HttpLimits`).
 """
 
 from __future__ import annotations
@@ -13,48 +19,86 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
+from naiad.frontends.http.limits import HttpLimits
+
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
     from naiad.core.options import ServerOptions
 
 log = logging.getLogger("naiad")
 
-_MAX_HEADER = 64 * 1024
 _NOT_ALLOWED = b'{"error":"Method Not Allowed"}'
+_REASONS = {
+    200: "OK",
+    400: "Bad Request",
+    405: "Method Not Allowed",
+    408: "Request Timeout",
+    431: "Request Header Fields Too Large",
+    503: "Service Unavailable",
+}
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, reason: str) -> None:
+        super().__init__(reason)
+        self.status = status
+        self.reason = reason
 
 
 class MetricsFrontend:
     """The listening socket; ``port`` is the bound port."""
 
-    def __init__(self, dataplane: DataPlane, server: asyncio.base_events.Server) -> None:
+    def __init__(self, dataplane: DataPlane, limits: HttpLimits) -> None:
         self.dataplane = dataplane
-        self._server = server
-        self.port: int = server.sockets[0].getsockname()[1]
+        self.limits = limits
+        self._server: asyncio.base_events.Server | None = None
+        self.port = 0
         self._connections: set[asyncio.Task[None]] = set()
 
+    async def listen(self, address: str, port: int) -> None:
+        self._server = await asyncio.start_server(
+            self.handle, address, port, limit=self.limits.max_head_size
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+
     async def close(self, timeout: float | None = None) -> None:
-        self._server.close()
+        if self._server is not None:
+            self._server.close()
         for task in list(self._connections):
             task.cancel()
         for task in list(self._connections):
             with contextlib.suppress(asyncio.CancelledError, Exception):
                 await task
-        await self._server.wait_closed()
+        if self._server is not None:
+            await self._server.wait_closed()
 
     async def handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         task = asyncio.current_task()
         assert task is not None
+        if self.limits.max_connections and len(self._connections) >= self.limits.max_connections:
+            _write(writer, 503, b"", "text/plain", False)
+            writer.close()
+            return
         self._connections.add(task)
+        timeout = self.limits.header_timeout or None
         try:
             while True:
                 try:
-                    head = await reader.readuntil(b"\r\n\r\n")
-                except (asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+                    head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), timeout)
+                except asyncio.LimitOverrunError:
+                    raise _Refused(431, "request head too large") from None
+                except (asyncio.IncompleteReadError, ConnectionError, asyncio.TimeoutError):
                     return
-                keep_alive = await self._answer(head, reader, writer)
+                if not self._answer(head, writer):
+                    return
                 await writer.drain()
-                if not keep_alive:
-                    return
+                timeout = self.limits.keepalive_timeout or None
+        except _Refused as refused:
+            peer = writer.get_extra_info("peername")
+            log.info("metrics port: refused a request from %s: %s", peer, refused.reason)
+            _write(writer, refused.status, b"", "text/plain", False)
+            with contextlib.suppress(ConnectionError):
+                await writer.drain()
         except ConnectionError:
             return
         finally:
@@ -63,37 +107,37 @@ class MetricsFrontend:
             with contextlib.suppress(Exception):
                 await writer.wait_closed()
 
-    async def _answer(
-        self, head: bytes, reader: asyncio.StreamReader, writer: asyncio.StreamWriter
-    ) -> bool:
+    def _answer(self, head: bytes, writer: asyncio.StreamWriter) -> bool:
+        """Answer one request head; whether the connection stays open."""
         lines = head.decode("latin-1").split("\r\n")
         parts = lines[0].split(" ")
-        if len(parts) != 3:
-            _write(writer, 400, b"", "text/plain", False)
-            return False
+        if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
+            raise _Refused(400, "malformed request line")
         method, target, version = parts
         headers = {}
         for line in lines[1:]:
             name, sep, value = line.partition(":")
             if sep:
                 headers[name.strip().lower()] = value.strip()
-        length = int(headers.get("content-length", "0") or 0)
-        if length:
-            await reader.readexactly(length)  # a body is read and ignored
+        length = headers.get("content-length", "0")
+        if not length.isdigit():
+            raise _Refused(400, f"invalid Content-Length '{length[:32]}'")
+        has_body = int(length) > 0 or "transfer-encoding" in headers
         connection = headers.get("connection", "").lower()
         keep_alive = connection != "close" and (version == "HTTP/1.1" or connection == "keep-alive")
         path = target.split("?", 1)[0]
         if method != "GET":
-            _write(writer, 405, _NOT_ALLOWED, "application/json", keep_alive)
-        elif path in ("/metrics", "/metrics/"):
+            # Triton's answer; a body it came with is never read, so the connection ends.
+            _write(writer, 405, _NOT_ALLOWED, "application/json", keep_alive and not has_body)
+            return keep_alive and not has_body
+        if has_body:
+            raise _Refused(400, "the metrics endpoint takes no request body")
+        if path in ("/metrics", "/metrics/"):
             body = self.dataplane.metrics.render().encode()
             _write(writer, 200, body, "text/plain; charset=utf-8", keep_alive)
         else:
             _write(writer, 200, b"", "text/plain", keep_alive)
         return keep_alive
-
-
-_REASONS = {200: "OK", 400: "Bad Request", 405: "Method Not Allowed"}
 
 
 def _write(
@@ -110,13 +154,6 @@ def _write(
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> MetricsFrontend:
     """Listen on ``options.metrics_port`` (0 = a free port)."""
-    address = options.metrics_address or options.http_address
-    holder: list[MetricsFrontend] = []
-
-    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
-        await holder[0].handle(reader, writer)
-
-    server = await asyncio.start_server(handle, address, options.metrics_port, limit=_MAX_HEADER)
-    frontend = MetricsFrontend(dataplane, server)
-    holder.append(frontend)
+    frontend = MetricsFrontend(dataplane, HttpLimits.from_options(options))
+    await frontend.listen(options.metrics_address or options.http_address, options.metrics_port)
     return frontend

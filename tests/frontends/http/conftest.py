@@ -21,7 +21,12 @@ def case_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def http_server(case_repo: Path) -> Iterator[object]:
     from naiad import Server
 
-    server = Server(model_repository=case_repo, http_port=0, http_max_input_size=MAX_INPUT)
+    server = Server(
+        model_repository=case_repo,
+        http_port=0,
+        http_max_input_size=MAX_INPUT,
+        allow_client_shm=True,
+    )
     server.start()
     yield server
     server.stop()

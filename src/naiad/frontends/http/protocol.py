@@ -1,9 +1,19 @@
-"""One HTTP/1.1 connection: httptools parsing, keep-alive, pipelining, body limits.
+"""One HTTP/1.1 connection: httptools parsing, keep-alive, pipelining, limits and timeouts.
 
 Requests on a connection are answered strictly in order (pipelined ones
 queue up); synchronous handlers answer inside ``data_received`` with no task
 at all, asynchronous ones (inference) run as one task each.  A client that
 disconnects cancels its in-flight core request.
+
+A peer can cost only what :class:`~naiad.frontends.http.limits.HttpLimits`
+allows.  httptools buffers a header field until it ends, so while a head is
+being read the parser is fed at most ``_HEAD_SLICE`` bytes at a time and the
+bytes since the head began are counted: a header that never ends is refused
+after ``max_head_size`` plus one slice, not after the client ran out of data.
+A refused request is answered and the connection closed the way nginx does
+it (lingering close): our side shuts its writing half and discards what the
+client still sends for a while, so the client reads the answer instead of a
+reset.
 """
 
 from __future__ import annotations
@@ -25,6 +35,7 @@ from naiad.frontends.http.message import (
     error_response,
     naiad_error_response,
 )
+from naiad.frontends.listener import has_unread
 
 if TYPE_CHECKING:
     from naiad.frontends.http.server import HttpFrontend
@@ -34,7 +45,22 @@ log = logging.getLogger("naiad.http")
 _MAX_CHUNKS = 65536
 _PIPELINE_HIGH = 32
 _JOIN_BELOW = 256 * 1024
+_HEAD_SLICE = 16 * 1024
 _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
+#: lingering close: discard the peer's data for up to this long in all, and
+#: stop once it has been quiet for ``_LINGER_QUIET`` (nginx's lingering_time/_timeout)
+_LINGER_TIME = 30.0
+_LINGER_QUIET = 5.0
+_TOO_MANY = error_response(503, "too many open connections; try again later")
+
+
+class _Refuse(Exception):
+    """Raised inside the parser's callbacks to stop it: answer ``status`` and close."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
 
 
 class HttpConnection(asyncio.Protocol):
@@ -43,7 +69,8 @@ class HttpConnection(asyncio.Protocol):
     def __init__(self, frontend: HttpFrontend) -> None:
         self.frontend = frontend
         self.app = frontend.app
-        self.limit = frontend.max_input_size
+        self.limits = frontend.limits
+        self.limit = self.limits.max_input_size
         self.loop = frontend.loop
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
@@ -58,6 +85,17 @@ class HttpConnection(asyncio.Protocol):
         self._reading_paused = False
         self._writing_paused = False
         self._drain: asyncio.Future[None] | None = None
+        # Where the parser is: between messages or in a head, and inside a message.
+        self._head_open = True
+        self._in_message = False
+        self._head_bytes = 0  # fed since the current head began (at most a slice more)
+        self._head_size = 0  # URL and header fields of the current head, exactly
+        self._header_count = 0
+        #: loop time at which :meth:`timed_out` is due (0: none); read by the listener
+        self.deadline = 0.0
+        self._lingering = 0.0  # when a lingering close must end (0: not lingering)
+        self._eof = False  # the client shut its writing half
+        self._tls = False
         self.closed = False
         self.shutting_down = False
 
@@ -65,10 +103,18 @@ class HttpConnection(asyncio.Protocol):
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
-        self.frontend.connections.add(self)
+        self._tls = transport.get_extra_info("sslcontext") is not None
+        if not self.frontend.admit(self):
+            self._write_now(_TOO_MANY, close=True)
+            self.closed = True
+            self.transport.close()  # type: ignore[union-attr]
+            return
+        # A new connection must start a request as soon as a kept-alive one must.
+        self.deadline = self._after(self.limits.header_timeout)
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
+        self.deadline = 0.0
         for req in (self._current, *self._pending):
             if req is not None and req.core is not None:
                 req.core.cancelled = True
@@ -77,12 +123,40 @@ class HttpConnection(asyncio.Protocol):
         self.frontend.connection_closed(self)
 
     def data_received(self, data: bytes) -> None:
+        if self._lingering:
+            self._linger()
+            return
+        if self.closed:
+            return
         try:
-            self.parser.feed_data(data)
+            if self._head_open and len(data) > _HEAD_SLICE:
+                self._feed_sliced(data)
+            else:
+                self.parser.feed_data(data)
+                if self._head_open and self._in_message:
+                    self._count_head(len(data))
+        except _Refuse as exc:
+            self._fatal(exc.status, exc.message)
         except httptools.HttpParserUpgrade:
-            self._fatal("protocol upgrades are not supported")
+            self._fatal(400, "protocol upgrades are not supported")
+        except httptools.HttpParserCallbackError as exc:
+            refusal = exc.__context__
+            if isinstance(refusal, _Refuse):
+                self._fatal(refusal.status, refusal.message)
+            else:
+                self._fatal(400, f"malformed HTTP request: {exc}")
         except httptools.HttpParserError as exc:
-            self._fatal(f"malformed HTTP request: {exc}")
+            self._fatal(400, f"malformed HTTP request: {exc}")
+
+    def eof_received(self) -> bool | None:
+        """The client is done sending: answer what it asked for, then close (a TLS
+        transport cannot stay half-open, so it closes at once)."""
+        self._eof = True
+        if self._tls or self._lingering or self.closed:
+            return None
+        if self._current is None and not self._pending:
+            return None
+        return True
 
     def pause_writing(self) -> None:
         self._writing_paused = True
@@ -96,6 +170,33 @@ class HttpConnection(asyncio.Protocol):
         if waiter is not None and not waiter.done():
             waiter.set_result(None)
 
+    # -- reading a head within its limits ---------------------------------------
+
+    def _feed_sliced(self, data: bytes) -> None:
+        """Feed a head a slice at a time; once it is complete, the rest in one go."""
+        view = memoryview(data)
+        pos, end = 0, len(data)
+        while pos < end and not self.closed:
+            if not self._head_open:
+                self.parser.feed_data(view[pos:])
+                return
+            piece = view[pos : pos + _HEAD_SLICE]
+            self.parser.feed_data(piece)
+            pos += len(piece)
+            if self._head_open and self._in_message:
+                self._count_head(len(piece))
+
+    def _count_head(self, size: int) -> None:
+        self._head_bytes += size
+        if self._head_bytes > self.limits.max_head_size + _HEAD_SLICE:
+            raise _Refuse(431, self._head_too_big())
+
+    def _head_too_big(self) -> str:
+        return f"request head larger than {self.limits.max_head_size} bytes (--http-max-head-size)"
+
+    def _after(self, timeout: float) -> float:
+        return self.loop.time() + timeout if timeout > 0 else 0.0
+
     # -- httptools callbacks ---------------------------------------------------
 
     def on_message_begin(self) -> None:
@@ -105,31 +206,66 @@ class HttpConnection(asyncio.Protocol):
         self._size = 0
         self._chunks = 0
         self._error = None
+        self._in_message = True
+        self._head_bytes = self._head_size = self._header_count = 0
+        self.deadline = self._after(self.limits.header_timeout)
 
     def on_url(self, url: bytes) -> None:
+        if len(self._url) + len(url) > self.limits.max_url_size:
+            raise _Refuse(
+                414,
+                f"request URL longer than {self.limits.max_url_size} bytes (--http-max-url-size)",
+            )
         self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        limits = self.limits
+        size = len(name) + len(value)
+        self._header_count += 1
+        self._head_size += size
+        if size > limits.max_header_size:
+            shown = name[:64].decode("latin-1")
+            raise _Refuse(
+                431,
+                f"header '{shown}' is {size} bytes, more than {limits.max_header_size} "
+                "(--http-max-header-size)",
+            )
+        if self._header_count > limits.max_header_count:
+            raise _Refuse(
+                431,
+                f"more than {limits.max_header_count} header fields (--http-max-header-count)",
+            )
+        if self._head_size + len(self._url) > limits.max_head_size:
+            raise _Refuse(431, self._head_too_big())
         key = name.decode("latin-1").lower()
         text = value.decode("latin-1")
         old = self._headers.get(key)
         self._headers[key] = text if old is None else f"{old}, {text}"
 
     def on_headers_complete(self) -> None:
+        self._head_open = False
+        self.deadline = self._after(self.limits.body_timeout)
         length = self._headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
+            if int(length) > 2 * self.limit:
+                # Far too big to read and throw away: answer now.
+                raise _Refuse(400, self._too_big(int(length)))
             self._error = (400, self._too_big(int(length)))
         if self._headers.get("expect", "").lower() == "100-continue":
             if self._error is not None:
                 # The client waits for us: answer now and stop reading its body.
-                self._fatal(self._error[1])
-            elif self._current is None and not self._pending and self.transport is not None:
+                raise _Refuse(*self._error)
+            if self._current is None and not self._pending and self.transport is not None:
                 self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
-        if self._error is not None:
-            return
+        if self.limits.body_timeout > 0:
+            self.deadline = self.loop.time() + self.limits.body_timeout
         self._size += len(body)
+        if self._error is not None:
+            if self._size > 2 * self.limit:
+                raise _Refuse(*self._error)
+            return
         self._chunks += 1
         if self._size > self.limit:
             self._error = (400, self._too_big(self._size))
@@ -141,6 +277,9 @@ class HttpConnection(asyncio.Protocol):
             self._body.append(body)
 
     def on_message_complete(self) -> None:
+        self._in_message = False
+        self._head_open = True
+        self.deadline = 0.0
         if self.closed:
             return
         parts = self._body
@@ -202,14 +341,22 @@ class HttpConnection(asyncio.Protocol):
         if self._current is None:
             self._next()
 
+    def _last(self, request: Request) -> bool:
+        """Whether the connection closes after answering ``request``: the client asked
+        so, or it (or the server) is done and nothing more was sent."""
+        if not request.keep_alive:
+            return True
+        if self._eof:  # a request still being read then can never complete
+            return not self._pending
+        return self.shutting_down and not self._pending and not self._in_message
+
     def _send(self, request: Request, response: Response) -> None:
         transport = self.transport
         if self.closed or transport is None:
             return
-        close = not request.keep_alive or self.shutting_down
         body = response.body
         length = body_length(body)
-        head = response.head(length, close)
+        head = response.head(length, self._last(request))
         if not body:
             transport.write(head)
         elif length < _JOIN_BELOW:
@@ -221,9 +368,14 @@ class HttpConnection(asyncio.Protocol):
     def _done(self, request: Request) -> None:
         self._current = None
         request.core = None
-        if (not request.keep_alive or self.shutting_down) and self.transport is not None:
+        if self.transport is None or self.closed:
+            return
+        if self._last(request):
             self._pending.clear()
+            self.closed = True
             self.transport.close()
+        elif not self._pending and not self._in_message:
+            self.deadline = self._after(self.limits.keepalive_timeout)
 
     # -- used by streaming handlers and the frontend ------------------------------
 
@@ -237,25 +389,81 @@ class HttpConnection(asyncio.Protocol):
             self._drain = self.loop.create_future()
             await self._drain
 
-    def _fatal(self, message: str) -> None:
-        """Answer 400 and close: the byte stream cannot be trusted any more."""
-        if self.transport is None or self.closed:
+    def _write_now(self, response: Response, close: bool) -> None:
+        assert self.transport is not None
+        self.transport.write(
+            b"".join([response.head(body_length(response.body), close), *response.body])
+        )
+
+    def _fatal(self, status: int, message: str, linger: bool = True) -> None:
+        """Answer ``status`` and close: the byte stream cannot be trusted any more."""
+        transport = self.transport
+        if transport is None or self.closed:
             return
         if self._current is None:
-            response = error_response(400, message)
-            self.transport.write(
-                b"".join([response.head(body_length(response.body), True), *response.body])
-            )
+            self._write_now(error_response(status, message), close=True)
         self._pending.clear()
-        self.transport.close()
         self.closed = True
+        if linger and not self._eof and transport.can_write_eof():
+            transport.write_eof()
+            now = self.loop.time()
+            self._lingering = now + _LINGER_TIME
+            self.deadline = now + _LINGER_QUIET
+        else:
+            transport.close()
+
+    def _linger(self) -> None:
+        """Data during a lingering close: thrown away; stop when the peer goes quiet."""
+        now = self.loop.time()
+        self.deadline = min(now + _LINGER_QUIET, self._lingering)
+
+    # -- the listener's view: timeouts, the connection cap, shutting down ---------
+
+    @property
+    def idle(self) -> bool:
+        return (
+            self._current is None and not self._pending and not self._in_message and not self.closed
+        )
+
+    def timed_out(self) -> None:
+        self.deadline = 0.0
+        if self.transport is None:
+            return
+        if self._lingering or self.closed:
+            self.transport.close()
+        elif not self._in_message:
+            self.closed = True
+            self.transport.close()  # a quiet keep-alive connection: nothing to say
+        elif self._head_open:
+            timeout = self.limits.header_timeout
+            self._fatal(
+                408, f"request head not received within {timeout:g}s (--http-header-timeout-secs)",
+                linger=False,
+            )  # fmt: skip
+        else:
+            timeout = self.limits.body_timeout
+            self._fatal(
+                408, f"request body stalled for {timeout:g}s (--http-body-timeout-secs)",
+                linger=False,
+            )  # fmt: skip
+
+    def close_idle(self) -> None:
+        if self.transport is not None and not self.closed:
+            self.closed = True
+            self.transport.close()
 
     def shutdown(self) -> None:
-        """Close when idle; a request in progress is answered first (with Connection: close)."""
+        """Stop taking requests: answer every one already sent (the last with
+        Connection: close), then close; an idle connection closes at once unless
+        a request is already waiting in the socket."""
         self.shutting_down = True
-        if self._current is None and self.transport is not None:
-            self._pending.clear()
-            self.transport.close()
+        if not self.idle or self.transport is None:
+            return
+        if has_unread(self.transport):
+            self.deadline = self._after(self.limits.header_timeout)
+            return
+        self.closed = True
+        self.transport.close()
 
     def abort(self) -> None:
         if self.transport is not None:

@@ -6,6 +6,7 @@ import ssl
 from typing import TYPE_CHECKING
 
 from naiad.frontends.http.app import HttpApp
+from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.protocol import HttpConnection
 from naiad.frontends.listener import Listener, tls_context
 
@@ -18,9 +19,9 @@ class HttpFrontend(Listener):
     """The HTTP listening socket and its connections; ``port`` is the bound port."""
 
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
-        super().__init__()
+        self.limits = HttpLimits.from_options(options)
+        super().__init__(self.limits.max_connections, self.limits.sweep_interval)
         self.app = HttpApp(dataplane, options)
-        self.max_input_size = options.http_max_input_size
         self.ssl = https_context(options)
 
 

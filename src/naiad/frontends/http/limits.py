@@ -1,0 +1,58 @@
+"""What one HTTP/1.1 client may cost the server: sizes of a request head, time, connections.
+
+Every bound a peer could otherwise stretch without limit is here, with nginx's
+and Node's choices as the defaults (``docs/security.md`` lists them with their
+flags).  The body limit is Triton's ``--http-max-input-size``.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from naiad.core.options import ServerOptions
+
+
+@dataclass(frozen=True)
+class HttpLimits:
+    #: the request body, after decompression too (Triton's --http-max-input-size)
+    max_input_size: int = 64 * 1024 * 1024
+    #: the request target (path and query): 414 past it
+    max_url_size: int = 8 * 1024
+    #: one header field, name and value: 431 past it
+    max_header_size: int = 8 * 1024
+    #: the whole head (request line and every header): 431 past it
+    max_head_size: int = 32 * 1024
+    #: header fields in one request: 431 past it
+    max_header_count: int = 100
+    # Timeouts in seconds; 0 turns one off.
+    #: seconds for a whole request head to arrive, from its first byte (408)
+    header_timeout: float = 60.0
+    #: seconds between two reads of a request body (408)
+    body_timeout: float = 60.0
+    #: seconds an idle keep-alive connection is kept
+    keepalive_timeout: float = 75.0
+    #: open connections; at the cap the longest-idle one makes room, or a newcomer gets 503
+    max_connections: int = 4096
+
+    @classmethod
+    def from_options(cls, options: ServerOptions) -> HttpLimits:
+        return cls(
+            max_input_size=options.http_max_input_size,
+            max_url_size=options.http_max_url_size,
+            max_header_size=options.http_max_header_size,
+            max_head_size=options.http_max_head_size,
+            max_header_count=options.http_max_header_count,
+            header_timeout=options.http_header_timeout_secs,
+            body_timeout=options.http_body_timeout_secs,
+            keepalive_timeout=options.http_keepalive_timeout_secs,
+            max_connections=options.http_max_connections,
+        )
+
+    @property
+    def sweep_interval(self) -> float:
+        """How often deadlines are looked at: often enough for the shortest timeout."""
+        timeouts = (self.header_timeout, self.body_timeout, self.keepalive_timeout)
+        shortest = min((t for t in timeouts if t > 0), default=4.0)
+        return max(0.05, min(1.0, shortest / 4))

@@ -1,0 +1,151 @@
+"""``naiad serve`` in a subprocess on free loopback ports, as attack and soak tests need it:
+its own process, so its memory (RSS) is measured apart from the test's."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import re
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+_STARTED = re.compile(r"started (http|grpc|metrics) service at \S+:(\d+)")
+
+
+@dataclass
+class Served:
+    proc: subprocess.Popen[str]
+    ports: dict[str, int]
+    lines: list[str] = field(default_factory=list)
+
+    @property
+    def pid(self) -> int:
+        return self.proc.pid
+
+    @property
+    def http_port(self) -> int:
+        return self.ports["http"]
+
+    @property
+    def grpc_port(self) -> int:
+        return self.ports["grpc"]
+
+    @property
+    def metrics_port(self) -> int:
+        return self.ports["metrics"]
+
+    def rss_mb(self) -> float:
+        """The server's resident memory now, in MiB (Linux /proc)."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        kib = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
+        return kib / 1024
+
+    def output(self) -> str:
+        return "\n".join(self.lines)
+
+
+@contextlib.contextmanager
+def naiad_serve(repo: Path, *flags: str, timeout: float = 120) -> Iterator[Served]:
+    """Serve ``repo`` with ``flags`` (every port 0 unless a flag says otherwise) until
+    the frontends are listening; stop it with SIGTERM afterwards."""
+    ports = [f"--{name}-port" for name in ("http", "grpc", "metrics")]
+    defaults = [arg for flag in ports if flag not in flags for arg in (flag, "0")]
+    command = [
+        sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
+        "--http-address", "127.0.0.1", "--grpc-address", "127.0.0.1", *defaults, *flags,
+    ]  # fmt: skip
+    proc = subprocess.Popen(
+        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
+    )
+    served = Served(proc, {})
+    expected = sum(
+        1 for name in ("http", "grpc", "metrics") if f"--allow-{name}=false" not in flags
+    )
+    ready = threading.Event()
+
+    def read() -> None:
+        assert proc.stdout is not None
+        for line in proc.stdout:
+            served.lines.append(line.rstrip())
+            found = _STARTED.search(line)
+            if found:
+                served.ports[found.group(1)] = int(found.group(2))
+                if len(served.ports) == expected:
+                    ready.set()
+        ready.set()
+
+    reader = threading.Thread(target=read, daemon=True)
+    reader.start()
+    try:
+        deadline = time.monotonic() + timeout
+        while not ready.wait(0.1):
+            assert time.monotonic() < deadline, f"naiad serve did not start:\n{served.output()}"
+        assert len(served.ports) == expected, f"naiad serve exited:\n{served.output()}"
+        yield served
+    finally:
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        reader.join(10)
+        if proc.stdout is not None:
+            proc.stdout.close()
+
+
+class HealthWatch:
+    """Asks /v2/health/ready on a fresh connection every 50 ms while an attack runs."""
+
+    def __init__(self, port: int) -> None:
+        self.port = port
+        self.answers = 0
+        self.failures: list[str] = []
+        self.slowest = 0.0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        while not self._stop.is_set():
+            start = time.monotonic()
+            try:
+                conn = http.client.HTTPConnection("127.0.0.1", self.port, timeout=5)
+                conn.request("GET", "/v2/health/ready")
+                status = conn.getresponse().status
+                conn.close()
+                if status != 200:
+                    self.failures.append(f"status {status}")
+            except OSError as exc:
+                self.failures.append(repr(exc))
+            self.answers += 1
+            self.slowest = max(self.slowest, time.monotonic() - start)
+            self._stop.wait(0.05)
+
+    def __enter__(self) -> HealthWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        self._thread.join(10)
+        assert self.answers > 0
+        assert not self.failures, self.failures[:5]
+        assert self.slowest < 2.0, f"a health check took {self.slowest:.2f}s"
+
+
+def closed_by_peer(sock: socket.socket, within: float = 10.0) -> bool:
+    """Whether the server closed the connection (reads what it still sends)."""
+    sock.settimeout(within)
+    try:
+        while sock.recv(65536):
+            pass
+    except (ConnectionResetError, TimeoutError):
+        return False
+    return True
