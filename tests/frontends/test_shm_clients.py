@@ -57,7 +57,12 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]:
     from naiad import Server
 
     repo = build_repository(tmp_path_factory.mktemp("shm") / "models")
-    started = Server(model_repository=repo, http_port=0, grpc_port=0 if GRPC_READY else None)
+    started = Server(
+        model_repository=repo,
+        http_port=0,
+        grpc_port=0 if GRPC_READY else None,
+        allow_client_shm=True,
+    )
     started.start()
     yield started
     started.stop()
@@ -358,3 +363,46 @@ def test_cuda_shared_memory_with_tritonclient(tmp_path: Path) -> None:
     finally:
         proc.terminate()
         proc.communicate(timeout=60)
+
+
+def test_a_client_truncating_its_region_cannot_kill_the_server(
+    tmp_path: Path, regions: Any
+) -> None:
+    """Register 64 bytes, ``ftruncate`` the object to 0, infer from it: the server
+    (its own process here) answers a clear error and keeps serving; mapping the
+    object would have killed it with SIGBUS."""
+    from support.served import naiad_serve
+
+    repo = build_repository(tmp_path / "models")
+    handle, key = regions(128)
+    values = np.arange(16, dtype=np.int32)
+    shm.set_shared_memory_region(handle, [values, values])
+    with naiad_serve(repo, "--allow-client-shm=true") as served:
+        for protocol, url, module in (
+            ("http", f"127.0.0.1:{served.http_port}", httpclient),
+            ("grpc", f"127.0.0.1:{served.grpc_port}", grpcclient),
+        ):
+            client = module.InferenceServerClient(url)
+            client.register_system_shared_memory(f"r-{protocol}", key, 128)
+            inputs = [module.InferInput(n, [1, 16], "INT32") for n in ("INPUT0", "INPUT1")]
+            for i, item in enumerate(inputs):
+                item.set_shared_memory(f"r-{protocol}", 64, offset=64 * i)
+            assert client.infer("simple", inputs).as_numpy("OUTPUT0").tolist() == [
+                (2 * values).tolist()
+            ]
+            os.truncate(Path("/dev/shm") / key.lstrip("/"), 0)
+            with pytest.raises(InferenceServerException) as failure:
+                client.infer("simple", inputs)
+            assert f"shared memory region 'r-{protocol}' is no longer as large as registered" in (
+                str(failure.value)
+            )
+            assert client.is_server_live() and client.is_server_ready()
+            os.truncate(Path("/dev/shm") / key.lstrip("/"), 128)
+            shm.set_shared_memory_region(handle, [values, values])
+            assert client.infer("simple", inputs).as_numpy("OUTPUT0").tolist() == [
+                (2 * values).tolist()
+            ]
+            client.unregister_system_shared_memory(f"r-{protocol}")
+            client.close()
+        assert served.proc.poll() is None
+    assert "Traceback" not in served.output()

@@ -19,7 +19,7 @@ import naiad
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 MODES = ("embedded", "grpc", "http", "url")
-CLI_ARGS = ["--model-control-mode=explicit", "--load-model=*"]
+CLI_ARGS = ["--model-control-mode=explicit", "--load-model=*", "--allow-client-shm=true"]
 
 
 @pytest.fixture(scope="session")
@@ -45,6 +45,7 @@ def runner(request: pytest.FixtureRequest, runner_repo: Path) -> Iterator[naiad.
             metrics_port=0,
             model_control_mode="explicit",
             load_models=("*",),
+            allow_client_shm=True,
         )
         server.start()
         try:

@@ -18,7 +18,7 @@ def grpc_case_repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
 def grpc_server(grpc_case_repo: Path) -> Iterator[object]:
     from naiad import Server
 
-    server = Server(model_repository=grpc_case_repo, grpc_port=0)
+    server = Server(model_repository=grpc_case_repo, grpc_port=0, allow_client_shm=True)
     server.start()
     yield server
     server.stop()
@@ -35,7 +35,9 @@ def grpcio_url(grpc_case_repo: Path) -> Iterator[str]:
     """The same models served on the ``grpc.aio`` transport (``--grpc-transport grpcio``)."""
     from naiad import Server
 
-    server = Server(model_repository=grpc_case_repo, grpc_port=0, grpc_transport="grpcio")
+    server = Server(
+        model_repository=grpc_case_repo, grpc_port=0, grpc_transport="grpcio", allow_client_shm=True
+    )
     server.start()
     yield f"127.0.0.1:{server.grpc_port}"
     server.stop()

@@ -6,19 +6,20 @@ the same with ``os.open`` instead of ``multiprocessing.shared_memory``, whose
 ``resource_tracker`` would adopt the client's segment and unlink it when the
 server exits.  Client segments are never unlinked here.
 
-The mapping is made once at register time.  ``mmap`` offsets must be
-page-aligned, so a region registered at an unaligned offset is mapped from
-the page below it and sliced.  Reads are read-only memoryviews of the mapping
-(zero-copy; the core makes numpy views over them), writes go straight into
-it.  Python's buffer protocol is the second refcount: ``mmap.close`` refuses
-while a view exists, and the mapping then lives until the last view is gone.
+The server never maps a client's object.  The client owns it and may
+``ftruncate`` it at any time; a read through a mapping past the new end
+faults (SIGBUS), which would kill the whole server.  So the descriptor is
+kept and bytes move with ``pread``/``pwrite``, which answer a short count or
+an error instead: an input is one copy out of the object (zero-copy is
+traded for a server that cannot be killed by its client), an output one copy
+in.  A region that shrank under its registration is a clear INVALID_ARG.
 """
 
 from __future__ import annotations
 
-import mmap
 import os
 import stat
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -53,7 +54,8 @@ def shm_path(key: str, name: str) -> Path:
 
 
 class SystemRegion(Region):
-    """``byte_size`` bytes at ``offset`` of the shm object ``key``, mapped read-write."""
+    """``byte_size`` bytes at ``offset`` of the shm object ``key``, read and written by
+    position on a descriptor kept open from register to release."""
 
     kind = "system"
 
@@ -61,8 +63,7 @@ class SystemRegion(Region):
         super().__init__(name, byte_size)
         self.key = key
         self.offset = offset
-        self._mmap: mmap.mmap | None = None
-        self._start = 0  # where the region begins inside the mapping
+        self._io = threading.Lock()  # a closed descriptor's number may be reused at once
         path = shm_path(key, name)
         try:
             fd = os.open(path, os.O_RDWR | os.O_NOFOLLOW | os.O_CLOEXEC)
@@ -76,55 +77,53 @@ class SystemRegion(Region):
                 raise InvalidArgument(
                     f"failed to register shared memory region '{name}': invalid args"
                 )
-            if byte_size > 0:
-                aligned = offset - offset % mmap.ALLOCATIONGRANULARITY
-                self._start = offset - aligned
-                try:
-                    self._mmap = mmap.mmap(
-                        fd,
-                        self._start + byte_size,
-                        flags=mmap.MAP_SHARED,
-                        prot=mmap.PROT_READ | mmap.PROT_WRITE,
-                        offset=aligned,
-                    )
-                except (OSError, ValueError) as exc:
-                    reason = getattr(exc, "strerror", None) or str(exc)
-                    raise InvalidArgument(
-                        f"failed to register shared memory region '{name}': "
-                        f"unable to process address space{reason}"
-                    ) from None
-        finally:
-            os.close(fd)  # the mapping outlives the descriptor, as in Triton
+        except BaseException:
+            os.close(fd)
+            raise
+        self._fd = fd
 
-    def _view(self, offset: int, byte_size: int) -> memoryview:
-        if byte_size == 0:
-            return memoryview(b"")
-        mapping = self._mmap
-        if mapping is None or mapping.closed:
-            raise Internal(f"shared memory region '{self.name}' is no longer mapped")
-        start = self._start + offset
-        return memoryview(mapping)[start : start + byte_size]
+    def _shrunk(self, offset: int, byte_size: int, size: int) -> InvalidArgument:
+        return InvalidArgument(
+            f"shared memory region '{self.name}' is no longer as large as registered: its "
+            f"object '{self.key}' holds {size} bytes, {byte_size} bytes are needed at offset "
+            f"{self.offset + offset}"
+        )
 
     def read(self, offset: int, byte_size: int) -> Buffer:
-        return self._view(offset, byte_size).toreadonly()
+        if byte_size == 0:
+            return memoryview(b"")
+        with self._io:
+            fd = self._open_fd()
+            data = os.pread(fd, byte_size, self.offset + offset)
+            if len(data) < byte_size:
+                raise self._shrunk(offset, byte_size, os.fstat(fd).st_size)
+        return memoryview(data)
 
     def write(self, offset: int, array: np.ndarray) -> None:
         if array.size == 0:
             return
-        target = np.frombuffer(self._view(offset, array.nbytes), dtype=array.dtype)
-        np.copyto(target.reshape(array.shape), array, casting="no")
+        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        position = self.offset + offset
+        with self._io:
+            fd = self._open_fd()
+            size = os.fstat(fd).st_size
+            if position + len(data) > size:  # pwrite would grow the client's object
+                raise self._shrunk(offset, len(data), size)
+            while data:
+                written = os.pwrite(fd, data, position)
+                data, position = data[written:], position + written
+
+    def _open_fd(self) -> int:
+        if self._fd < 0:
+            raise Internal(f"shared memory region '{self.name}' is no longer registered")
+        return self._fd
 
     def status(self) -> dict[str, Any]:
         return {"name": self.name, "key": self.key, "offset": self.offset,
                 "byte_size": self.byte_size}  # fmt: skip
 
     def close(self) -> None:
-        mapping = self._mmap
-        if mapping is None or mapping.closed:
-            return
-        try:
-            mapping.close()
-        except BufferError:
-            # Numpy views over an input are still alive (a backend holding
-            # them, say); dropping our reference unmaps at the last one.
-            self._mmap = None
+        with self._io:
+            fd, self._fd = self._fd, -1
+        if fd >= 0:
+            os.close(fd)
