@@ -9,7 +9,6 @@ from __future__ import annotations
 import socket
 import time
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from frontends.http.wire import read_response

@@ -2,6 +2,7 @@
 validation and Triton's JSON rendering."""
 
 from naiad.config.errors import ConfigError
+from naiad.config.files import check_file_names_first, check_override
 from naiad.config.from_json import config_from_json
 from naiad.config.model_config_pb2 import ModelConfig
 from naiad.config.normalize import normalize
@@ -21,6 +22,8 @@ __all__ = [
     "KNOWN_PLATFORMS",
     "ConfigError",
     "ModelConfig",
+    "check_file_names_first",
+    "check_override",
     "config_from_json",
     "config_to_dict",
     "config_to_json",

@@ -60,6 +60,17 @@ def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
     return specs
 
 
+def hide_paths(reason: str, source: ModelSource | None) -> str:
+    """A load failure as clients read it: files named from the repository's root,
+    never where the repository lives on the server (the full text is logged)."""
+    if source is None:
+        return reason
+    roots = {str(source.repository), str(Path(source.repository).resolve())}
+    for root in sorted(roots, key=len, reverse=True):
+        reason = reason.replace(root.rstrip("/") + "/", "")
+    return reason
+
+
 class ModelLoader:
     """Reads, completes, validates and loads models into a registry."""
 
@@ -107,6 +118,7 @@ class ModelLoader:
                     text = Path(path).read_text(encoding="utf-8")
                 except OSError:
                     text = None
+        cfg.check_file_names_first(config, path=path, text=text)  # before any file is opened
         cfg.fill_platform_and_backend(config, source.path, first)
         backend_name = config.backend
         if config.platform == "ensemble":
@@ -188,7 +200,7 @@ class ModelLoader:
     def _fail_entry(self, entry: ModelEntry, reason: str) -> None:
         log.error("failed to load '%s': %s", entry.name, reason)
         entry.state = ModelState.UNAVAILABLE
-        entry.reason = reason
+        entry.reason = hide_paths(reason, entry.source)
 
     async def _load_version(self, entry: ModelEntry, config: ModelConfig, version: int) -> None:
         previous = entry.versions.get(version)
@@ -217,6 +229,7 @@ class ModelLoader:
             mv.reason = f"{type(exc).__name__}: {exc}"
         if mv.state is ModelState.UNAVAILABLE:
             log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
+            mv.reason = hide_paths(mv.reason, entry.source)
             if previous is not None and previous.ready:
                 previous.extra["reload_error"] = mv.reason
                 return  # a failed reload keeps the old version serving

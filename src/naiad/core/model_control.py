@@ -127,6 +127,8 @@ class ModelControl:
             raise InvalidArgument(
                 f"failed to load '{name}': 'file:' parameters need a 'config' parameter"
             )
+        if override is not None:
+            cfg.check_override(override)
         async with self._lock(name):
             if files:
                 model_dir = await asyncio.to_thread(write_model_files, name, files)
