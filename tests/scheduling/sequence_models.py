@@ -96,8 +96,9 @@ def acc_ctl(
     extra: str = "",
 ) -> Path:
     """OUTPUT = INPUT + STATE * (1 - START); CORRID_OUT = CORRID."""
-    string = corrid == "TYPE_STRING"
-    corrid_onnx = TensorProto.STRING if string else TensorProto.UINT64
+    corrid_onnx = {"TYPE_STRING": TensorProto.STRING, "TYPE_INT32": _INT32}.get(
+        corrid, TensorProto.UINT64
+    )
     one = helper.make_tensor("one", _INT32, [], [1])
     graph = helper.make_graph(
         [

@@ -35,6 +35,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Server]:
     acc_state(repo, extra=idle)
     acc_ctl(repo, "acc_direct", strategy="direct", extra=idle)
     acc_ctl(repo, "acc_oldest_str", strategy="oldest", corrid="TYPE_STRING", extra=idle)
+    acc_ctl(repo, "acc_direct_i32", strategy="direct", corrid="TYPE_INT32", extra=idle)
     py_acc(repo, "py_acc", strategy="oldest", extra=idle)
     with Server(repo, http_port=0, grpc_port=0) as started:
         yield started
@@ -98,6 +99,26 @@ def test_string_corrid_is_echoed(server: Server, protocol: str) -> None:
     assert result.as_numpy("CORRID_OUT").reshape(-1).tolist() == [cid.encode()]
 
 
+@pytest.mark.parametrize(
+    ("protocol", "cid"),
+    [("http", 3872623822), ("grpc", 3872623822), ("http", 2**63 - 1), ("grpc", 2**63 - 1),
+     ("http", 2**64 - 1)],  # tritonclient.grpc sends ids as int64_param: none past 2**63
+)  # fmt: skip
+def test_correlation_ids_are_uint64_end_to_end(server: Server, protocol: str, cid: int) -> None:
+    """perf_analyzer's ids (e.g. 3872623822) overflowed an int32 CORRID tensor. A uint64
+    CORRID gets the id whole; an int32 one its low 32 bits, as Triton copies them."""
+    module, client = _clients(server)[protocol]
+    for model, dtype in (("acc_direct", np.uint64), ("acc_direct_i32", np.int32)):
+        sums = []
+        for t in range(STEPS):
+            result = _infer(module, client, model, 10 + t, sequence_id=cid,
+                            sequence_start=t == 0, sequence_end=t == STEPS - 1)  # fmt: skip
+            sums.append(int(result.as_numpy("OUTPUT").reshape(-1)[0]))
+            echoed = result.as_numpy("CORRID_OUT").reshape(-1).tolist()
+            assert echoed == [np.array(cid, np.uint64).astype(dtype).item()], (model, echoed)
+        assert sums == _expected(0), model
+
+
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 def test_sequence_errors(server: Server, protocol: str) -> None:
     module, client = _clients(server)[protocol]
@@ -114,7 +135,7 @@ def test_sequence_errors(server: Server, protocol: str) -> None:
 
 @pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
-@pytest.mark.parametrize("model", ["acc_state", "acc_direct"])
+@pytest.mark.parametrize("model", ["acc_state", "acc_direct", "acc_direct_i32"])
 def test_perf_analyzer_sequences(server: Server, protocol: str, model: str) -> None:
     port = server.http_port if protocol == "http" else server.grpc_port
     command = [

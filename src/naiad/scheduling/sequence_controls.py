@@ -5,7 +5,7 @@ to every request it runs, shaped ``[1, 1]`` for batching models (so a batch
 is ``[rows, 1]``) and ``[1]`` otherwise, as Triton does.  Values come from
 the config's ``[false, true]`` pair; CORRID carries the correlation id in
 the configured type, strings included (Triton 2.51 fails string CORRID;
-naiad does not copy that).
+naiad does not copy that), integer ids as uint64 cut to the type's width.
 """
 
 from __future__ import annotations
@@ -84,7 +84,10 @@ def _corrid_array(dt: DataType, cid: CorrelationId, shape: tuple[int, ...]) -> n
         array = np.empty(shape, dtype=np.object_)
         array.fill(text.encode("utf-8"))
         return array
-    return np.full(shape, cid if isinstance(cid, int) else 0, dtype=dt.numpy)
+    # Correlation ids are uint64; a narrower CORRID type gets the id's low bytes, as
+    # Triton copies them (3872623822 is -422343474 as INT32), never an overflow.
+    value = np.full(shape, cid if isinstance(cid, int) else 0, dtype=np.uint64)
+    return value if dt.numpy == np.uint64 else value.astype(dt.numpy)
 
 
 def control_inputs(
