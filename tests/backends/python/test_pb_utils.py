@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import triton_python_backend_utils as pb_utils
+from triton_python_backend_utils import _dlpack
 from triton_python_backend_utils._request import InferenceRequest
 
 
@@ -40,6 +42,39 @@ def test_tensor():
     with pytest.raises(pb_utils.TritonModelException):
         pb_utils.Tensor("", np.ones(1))
     assert pb_utils.Tensor("s", np.array(["ab"])).as_numpy().tolist() == [b"ab"]
+
+
+class _Bfloat16Producer:
+    """Stands in for a torch bfloat16 tensor: a CPU DLPack producer of ``kDLBfloat`` bits."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.bits = values.view(np.uint16)
+
+    def __dlpack__(self, stream=None):
+        capsule = self.bits.__dlpack__()
+        _dlpack.retag(capsule, _dlpack.KDL_UINT, _dlpack.KDL_BFLOAT)
+        return capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_bf16_tensors_keep_their_type_through_dlpack():
+    values = np.array([-1.5, 0.0, 2.0], dtype=ml_dtypes.bfloat16)
+    made = pb_utils.Tensor("x", values)
+    assert made.triton_dtype() == 14 and made.shape() == [3]
+    with pytest.raises(pb_utils.TritonModelException, match="BF16 and cannot be converted"):
+        made.as_numpy()
+    capsule = made.to_dlpack()
+    assert _dlpack.type_of(capsule) == (_dlpack.KDL_BFLOAT, 16, 1)  # as Triton's to_dlpack
+    for source in (capsule, made, _Bfloat16Producer(values), values):
+        back = pb_utils.Tensor.from_dlpack("y", source)
+        assert back.triton_dtype() == 14, source
+        assert back._array.tobytes() == values.tobytes()
+    plain = pb_utils.Tensor.from_dlpack("u", np.arange(3, dtype=np.uint16).__dlpack__())
+    assert plain.triton_dtype() == 3  # UINT16 stays UINT16
+    with pytest.raises(RuntimeError):
+        np.from_dlpack(made)  # numpy has no bfloat16, as with Triton's tensors
 
 
 def test_errors_and_responses():
