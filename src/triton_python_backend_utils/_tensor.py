@@ -9,6 +9,7 @@ import numpy as np
 from triton_python_backend_utils._dlpack import KDL_BFLOAT, KDL_UINT, retag
 from triton_python_backend_utils._dtypes import TYPE_BF16, TYPE_BYTES, numpy_to_triton_type
 from triton_python_backend_utils._errors import TritonModelException
+from triton_python_backend_utils._text import as_str
 
 _KDL_CPU = 1
 
@@ -31,8 +32,9 @@ class Tensor:
 
     __slots__ = ("_name", "_array", "_dtype")
 
-    def __init__(self, name: str, numpy_array: Any, *, _dtype: int | None = None) -> None:
-        if not isinstance(name, str) or not name:
+    def __init__(self, name: str | bytes, numpy_array: Any, *, _dtype: int | None = None) -> None:
+        name = as_str(name, "Tensor name")  # bytes too, as Triton's pybind11 takes them
+        if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
         array = numpy_array if isinstance(numpy_array, np.ndarray) else np.asarray(numpy_array)
         if _dtype is None:
@@ -99,7 +101,7 @@ class Tensor:
         return (_KDL_CPU, 0)
 
     @staticmethod
-    def from_dlpack(name: str, capsule: Any) -> Tensor:
+    def from_dlpack(name: str | bytes, capsule: Any) -> Tensor:
         """A tensor over a DLPack capsule or any object with ``__dlpack__`` (CPU only).
 
         A ``kDLBfloat`` capsule (a torch bfloat16 tensor, a BF16 tensor's

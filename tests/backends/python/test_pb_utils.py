@@ -108,6 +108,50 @@ def test_bls_request_construction():
         )
 
 
+def test_string_arguments_take_bytes_as_triton_does():
+    """What Triton 2.51's pybind11 pb_utils answered for each of these, seen from a model."""
+    names = np.array([b"INPUT0"], dtype=np.object_)  # as_numpy() of a TYPE_STRING input
+    for name in (b"INPUT0", np.bytes_(b"INPUT0"), bytearray(b"INPUT0"), names[0]):
+        tensor = pb_utils.Tensor(name, np.ones(2, dtype=np.float32))
+        assert tensor.name() == "INPUT0" and type(tensor.name()) is str
+    assert type(pb_utils.Tensor(np.str_("x"), np.ones(1)).name()) is str
+    assert pb_utils.Tensor.from_dlpack(b"y", np.ones(2)).name() == "y"
+    with pytest.raises(pb_utils.TritonModelException, match="cannot be an empty string"):
+        pb_utils.Tensor(b"", np.ones(1))
+    for wrong in (None, 5):
+        with pytest.raises(TypeError):
+            pb_utils.Tensor(wrong, np.ones(1))
+
+    request = pb_utils.InferenceRequest(
+        model_name=np.bytes_(b"add_sub"),
+        requested_output_names=np.array([b"OUTPUT0", "OUTPUT1"], dtype=np.object_),
+        inputs=[tensor],
+        request_id=b"r1",
+        model_version=np.int64(2),
+        flags=np.uint32(1),
+        timeout=np.int64(5),
+    )
+    fields = request._bls_fields()
+    assert fields["m"] == "add_sub" and fields["ro"] == ["OUTPUT0", "OUTPUT1"]
+    assert request.request_id() == "r1" and fields["v"] == 2 and request.flags() == 1
+    assert request.timeout() == 5
+    with pytest.raises(TypeError):  # one name is not a list of names
+        pb_utils.InferenceRequest(model_name="m", requested_output_names="OUT", inputs=[])
+    assert pb_utils.get_input_tensor_by_name(request, b"INPUT0") is None  # Python ==, as Triton
+
+    def correlation(value):
+        return pb_utils.InferenceRequest(
+            model_name="m", requested_output_names=[], inputs=[], correlation_id=value
+        ).correlation_id()
+
+    assert correlation(True) == 1 and type(correlation(True)) is int  # Triton: 1
+    assert correlation(np.str_("s")) == "s" and type(correlation(np.str_("s"))) is str
+    assert correlation(b"seq") == "seq" and correlation(np.int64(3)) == 3  # naiad also takes these
+
+    assert pb_utils.TritonError(b"no such model").message() == "no such model"
+    assert pb_utils.TritonError(np.bytes_(b"e")).message() == "e"
+
+
 class _Host:
     def __init__(self, decoupled: bool) -> None:
         self.decoupled = decoupled
