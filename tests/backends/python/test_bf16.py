@@ -44,7 +44,8 @@ class TritonPythonModel:
         return responses
 """
 
-#: Makes BF16 from FP32 with ml_dtypes, without torch.
+#: Makes BF16 from FP32 with ml_dtypes, without torch: naiad's addition (Triton 2.51
+#: refuses both calls; docs/differences.md). The echo paths are checked against 2.51.
 MAKE = """
 import json
 import ml_dtypes
