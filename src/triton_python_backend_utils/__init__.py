@@ -40,6 +40,7 @@ from triton_python_backend_utils._request import (
 )
 from triton_python_backend_utils._response import InferenceResponse, ResponseIterator
 from triton_python_backend_utils._tensor import Tensor
+from triton_python_backend_utils._text import as_str
 
 
 def get_input_tensor_by_name(inference_request: InferenceRequest, name: str) -> Tensor | None:
@@ -75,19 +76,31 @@ def using_decoupled_model_transaction_policy(model_config: dict[str, Any]) -> bo
     return bool(policy.get("decoupled", False)) if policy else False
 
 
-def load_model(model_name: str, config: str = "", files: dict[str, bytes] | None = None) -> None:
+def load_model(
+    model_name: str | bytes, config: str | bytes = "", files: dict[str, bytes] | None = None
+) -> None:
     """Load or reload ``model_name`` (the server must run in EXPLICIT model control mode)."""
     if files and not config:
         raise TritonModelException("Model config must be provided when loading with files")
-    _host.current().model_control("load", name=model_name, config=config, files=files or {})
+    files = {as_str(k, "file name"): v for k, v in (files or {}).items()}
+    _host.current().model_control(
+        "load", name=as_str(model_name, "model_name"), config=as_str(config, "config"), files=files
+    )
 
 
-def unload_model(model_name: str, unload_dependents: bool = False) -> None:
-    _host.current().model_control("unload", name=model_name, unload_dependents=unload_dependents)
+def unload_model(model_name: str | bytes, unload_dependents: bool = False) -> None:
+    _host.current().model_control(
+        "unload", name=as_str(model_name, "model_name"), unload_dependents=unload_dependents
+    )
 
 
-def is_model_ready(model_name: str, model_version: str = "") -> bool:
-    return bool(_host.current().model_control("ready", name=model_name, version=str(model_version)))
+def is_model_ready(model_name: str | bytes, model_version: str | bytes = "") -> bool:
+    version = model_version if isinstance(model_version, (str, bytes)) else str(model_version)
+    return bool(
+        _host.current().model_control(
+            "ready", name=as_str(model_name, "model_name"), version=as_str(version, "version")
+        )
+    )
 
 
 __all__ = [

@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import enum
 
+from triton_python_backend_utils._text import as_text
+
 
 class ErrorCode(enum.IntEnum):
     UNKNOWN = 0
@@ -34,8 +36,8 @@ class TritonError:
 
     __slots__ = ("_message", "_code")
 
-    def __init__(self, message: str, code: int = ErrorCode.INTERNAL) -> None:
-        self._message = str(message)
+    def __init__(self, message: str | bytes, code: int = ErrorCode.INTERNAL) -> None:
+        self._message = as_text(message)
         self._code = ErrorCode(int(code))
 
     def message(self) -> str:

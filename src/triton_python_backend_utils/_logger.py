@@ -7,6 +7,7 @@ import inspect
 import os
 
 from triton_python_backend_utils import _host
+from triton_python_backend_utils._text import as_text
 
 
 class LogLevel(enum.IntEnum):
@@ -32,7 +33,7 @@ class Logger:
             f"{os.path.basename(caller.f_code.co_filename)}:{caller.f_lineno}] " if caller else ""
         )
         host = _host.maybe_current()
-        text = f"{where}{message}"
+        text = f"{where}{as_text(message)}"
         if host is None:
             print(text, flush=True)
         else:

@@ -19,6 +19,7 @@ from typing import Any
 
 from triton_python_backend_utils import _host
 from triton_python_backend_utils._errors import TritonModelException
+from triton_python_backend_utils._text import as_str
 
 _ids = itertools.count(1)
 
@@ -112,9 +113,11 @@ class MetricFamily:
     #: Every family created in this process, by name.
     families: dict[str, MetricFamily] = {}
 
-    def __init__(self, name: str, description: str, kind: int) -> None:
+    def __init__(self, name: str | bytes, description: str | bytes, kind: int) -> None:
         if kind not in (self.COUNTER, self.GAUGE, self.HISTOGRAM):
             raise TritonModelException(f"Unknown metric family kind {kind}.")
+        name = as_str(name, "name")
+        description = as_str(description, "description")
         self.name = name
         self.description = description
         self.kind = kind

@@ -8,12 +8,17 @@ the host of the calling thread when they are executed.
 from __future__ import annotations
 
 import json
+import operator
+from collections.abc import Iterable
 from typing import Any
+
+import numpy as np
 
 from triton_python_backend_utils import _host
 from triton_python_backend_utils._errors import TritonModelException
 from triton_python_backend_utils._response import InferenceResponse, check_parameters
 from triton_python_backend_utils._tensor import Tensor
+from triton_python_backend_utils._text import as_str
 
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_START = 1
 TRITONSERVER_REQUEST_FLAG_SEQUENCE_END = 2
@@ -23,6 +28,15 @@ TRITONSERVER_REQUEST_RELEASE_RESCHEDULE = 2
 TRITONSERVER_MEMORY_CPU = 0
 TRITONSERVER_MEMORY_CPU_PINNED = 1
 TRITONSERVER_MEMORY_GPU = 2
+
+
+def _correlation_id(value: Any) -> int | str:
+    """An int or a str, as Triton keeps it; numpy integers and bytes are taken too."""
+    if isinstance(value, (int, np.integer)):
+        return operator.index(value)  # bool counts as 0/1, as in Triton
+    if isinstance(value, (str, bytes, bytearray)):
+        return as_str(value, "correlation_id")
+    raise TritonModelException("Correlation ID must be integer or string")
 
 
 class PreferredMemory:
@@ -104,11 +118,11 @@ class InferenceRequest:
 
     def __init__(
         self,
-        request_id: str = "",
-        correlation_id: int | str = 0,
+        request_id: str | bytes = "",
+        correlation_id: int | str | bytes = 0,
         inputs: list[Tensor] | None = None,
-        requested_output_names: list[str] | None = None,
-        model_name: str | None = None,
+        requested_output_names: Iterable[str | bytes] | None = None,
+        model_name: str | bytes | None = None,
         model_version: int = -1,
         flags: int = 0,
         timeout: int = 0,
@@ -120,13 +134,13 @@ class InferenceRequest:
             raise TypeError(
                 "InferenceRequest() needs model_name, inputs and requested_output_names"
             )
-        if isinstance(correlation_id, bool) or not isinstance(correlation_id, (int, str)):
-            raise TritonModelException("Correlation ID must be integer or string")
-        self._request_id = request_id
-        self._correlation_id = correlation_id
+        if isinstance(requested_output_names, (str, bytes)):
+            raise TypeError("requested_output_names must be a list of names, not one name")
+        self._request_id = as_str(request_id, "request_id")
+        self._correlation_id = _correlation_id(correlation_id)
         self._inputs = list(inputs)
-        self._requested = list(requested_output_names)
-        self._model_name = model_name
+        self._requested = [as_str(n, "requested output name") for n in requested_output_names]
+        self._model_name = as_str(model_name, "model_name")
         self._model_version = int(model_version)
         self._flags = int(flags)
         self._timeout = int(timeout)

@@ -28,15 +28,26 @@ class BatchError(Exception):
 _HERE = os.path.dirname(os.path.abspath(__file__))
 
 
+_IMPORTLIB = os.path.dirname(os.path.abspath(importlib.__file__))
+
+
 def python_error_text(exc: BaseException) -> str:
-    """``<Type>: <message>`` and the model's frames, innermost first, as Triton shows them."""
-    entries = [
+    """``<Type>: <message>`` and the model's frames, innermost first, as Triton shows them.
+
+    Triton lists the frames below its call into Python: not the caller's
+    (the server's own, in thread mode), nor this package's or importlib's.
+    """
+    entries = traceback.extract_tb(exc.__traceback__)
+    dirs = [os.path.dirname(os.path.abspath(e.filename)) for e in entries]
+    if _HERE in dirs:
+        start = dirs.index(_HERE)
+        entries, dirs = entries[start:], dirs[start:]
+    kept = [
         e
-        for e in traceback.extract_tb(exc.__traceback__)
-        if os.path.dirname(os.path.abspath(e.filename)) != _HERE
-        and "importlib._bootstrap" not in e.filename
+        for e, d in zip(entries, dirs, strict=True)
+        if d not in (_HERE, _IMPORTLIB) and "importlib._bootstrap" not in e.filename
     ]
-    lines = "".join(f"  {e.filename}({e.lineno}): {e.name}\n" for e in reversed(entries))
+    lines = "".join(f"  {e.filename}({e.lineno}): {e.name}\n" for e in reversed(kept))
     text = f"{type(exc).__name__}: {exc}"
     return f"{text}\n\nAt:\n{lines}" if lines else text
 

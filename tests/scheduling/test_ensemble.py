@@ -159,5 +159,6 @@ def test_missing_composing_version_fails_the_load(serve: Any, repo: Path) -> Non
     mv = server.dataplane.registry.find("pipeline", 1)
     assert mv.state is ModelState.UNAVAILABLE
     assert mv.reason == (
-        "ensemble pipeline contains models that are not available: postprocess version 7"
+        "Invalid argument: ensemble pipeline contains models that are not available: "
+        "postprocess version 7"
     )

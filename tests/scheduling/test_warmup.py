@@ -44,7 +44,7 @@ async def test_a_failing_warmup_fails_the_load(repo):
     async with make_server(repo, rec) as server:
         assert not server.model_ready("m")
         reason = dict(server.dataplane.failed_models())["m version 1"]
-        assert reason == "failed to run warmup sample 'zeros': warmup went wrong"
+        assert reason == "Invalid argument: failed to run warmup sample 'zeros': warmup went wrong"
 
 
 async def test_missing_warmup_file_fails_the_load(repo):

@@ -37,6 +37,14 @@ class NaiadError(Exception):
     def __repr__(self) -> str:
         return f"{type(self).__name__}({self.message!r})"
 
+    def status_text(self) -> str:
+        """The error as Triton's ``Status::AsString()`` words it: ``"Internal: <message>"``.
+
+        Triton records a failed model version's reason this way, so the
+        repository index and load errors show the kind too.
+        """
+        return f"{STATUS_WORDS[self.kind]}: {self.message}"
+
     @staticmethod
     def of(kind: Kind, message: str) -> NaiadError:
         """The error of the class that matches ``kind``."""
@@ -84,4 +92,16 @@ _BY_KIND: dict[Kind, type[NaiadError]] = {
     Kind.UNSUPPORTED: Unsupported,
     Kind.ALREADY_EXISTS: AlreadyExists,
     Kind.CANCELLED: Cancelled,
+}
+
+#: Triton's words for each kind in ``Status::AsString()``.
+STATUS_WORDS: dict[Kind, str] = {
+    Kind.UNKNOWN: "Unknown",
+    Kind.INTERNAL: "Internal",
+    Kind.NOT_FOUND: "Not found",
+    Kind.INVALID_ARG: "Invalid argument",
+    Kind.UNAVAILABLE: "Unavailable",
+    Kind.UNSUPPORTED: "Unsupported",
+    Kind.ALREADY_EXISTS: "Already exists",
+    Kind.CANCELLED: "Cancelled",
 }

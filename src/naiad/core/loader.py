@@ -222,11 +222,11 @@ class ModelLoader:
             await self._start_version(mv, ctx)
         except NaiadError as exc:
             mv.state = ModelState.UNAVAILABLE
-            mv.reason = exc.message
+            mv.reason = exc.status_text()  # Triton's version reason names the kind
         except Exception as exc:
             log.exception("loading model '%s' version %d failed", entry.name, version)
             mv.state = ModelState.UNAVAILABLE
-            mv.reason = f"{type(exc).__name__}: {exc}"
+            mv.reason = f"Internal: {type(exc).__name__}: {exc}"
         if mv.state is ModelState.UNAVAILABLE:
             log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
             mv.reason = hide_paths(mv.reason, entry.source)

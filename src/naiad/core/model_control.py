@@ -143,7 +143,13 @@ class ModelControl:
                     if not dependency:
                         self._requested.add(name)
                     return
-                keep = frozenset() if override else fingerprint.unchanged_versions(previous)
+                # Only READY versions are kept: a version that failed is tried again, and
+                # its failure is this load's error.
+                keep = (
+                    frozenset()
+                    if override
+                    else fingerprint.unchanged_versions(previous) & self._ready_versions(name)
+                )
                 source = await asyncio.to_thread(repo.fetch, name)
                 self._origins[name] = repo
             config, unreadable = await self._read_config(source, override)
@@ -175,6 +181,12 @@ class ModelControl:
         if repo is None:
             raise Internal(f"failed to load '{name}', failed to poll from model repository")
         return repo, await asyncio.to_thread(repo.fingerprint, name)
+
+    def _ready_versions(self, name: str) -> frozenset[int]:
+        entry = self.registry.models.get(name)
+        if entry is None:
+            return frozenset()
+        return frozenset(v for v, mv in entry.versions.items() if mv.ready)
 
     def _all_ready(self, name: str) -> bool:
         entry = self.registry.models.get(name)
@@ -231,7 +243,7 @@ class ModelControl:
             entry = self.registry.models[name] = ModelEntry(name, source)
         entry.state = ModelState.UNAVAILABLE
         entry.reason = reason
-        return InvalidArgument(f"load failed for model '{name}': {reason}")
+        return InvalidArgument(f"load failed for model '{name}': {reason}\n")
 
     def record_dependencies(self, name: str, dependencies: list[str] | set[str]) -> None:
         """Hook: ``name`` needs ``dependencies`` (``unload_dependents`` may drop them)."""
@@ -346,7 +358,7 @@ def load_error(entry: ModelEntry, keep: frozenset[int], unreadable: bool) -> Nai
     if entry.state is ModelState.UNAVAILABLE:
         if unreadable:
             return Internal(f"failed to load '{entry.name}': {entry.reason}")
-        return InvalidArgument(f"load failed for model '{entry.name}': {entry.reason}")
+        return InvalidArgument(f"load failed for model '{entry.name}': {entry.reason}\n")
     reasons = []
     for version, mv in sorted(entry.versions.items()):
         reload_error = mv.extra.pop("reload_error", None)
@@ -358,5 +370,5 @@ def load_error(entry: ModelEntry, keep: frozenset[int], unreadable: bool) -> Nai
             reasons.append((version, reload_error))
     if not reasons:
         return None
-    text = "\n".join(f"version {v} is at UNAVAILABLE state: {r};" for v, r in reasons)
-    return InvalidArgument(f"load failed for model '{entry.name}': {text}")
+    text = "".join(f"version {v} is at UNAVAILABLE state: {r};" for v, r in reasons)
+    return InvalidArgument(f"load failed for model '{entry.name}': {text}\n")

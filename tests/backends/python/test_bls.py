@@ -106,13 +106,14 @@ class TritonPythonModel:
     def execute(self, requests):
         ready = pb_utils.is_model_ready("add_sub")
         unknown = pb_utils.is_model_ready("nope")
+        by_bytes = pb_utils.is_model_ready(np.bytes_(b"add_sub"), b"1")  # as Triton's pybind11
         try:
             pb_utils.unload_model("add_sub")
             refused = ""
         except pb_utils.TritonModelException as exc:
             refused = str(exc)
         return [pb_utils.InferenceResponse([
-            pb_utils.Tensor("OUT", np.array([ready, unknown], dtype=bool)),
+            pb_utils.Tensor("OUT", np.array([ready, unknown, by_bytes], dtype=bool)),
             pb_utils.Tensor("MSG", np.array([refused.encode()], dtype=np.object_))])
             for r in requests]
 """,
@@ -120,11 +121,11 @@ class TritonPythonModel:
 name: "control"
 backend: "python"
 input [ { name: "IN" data_type: TYPE_INT32 dims: [ 1 ] } ]
-output [ { name: "OUT" data_type: TYPE_BOOL dims: [ 2 ] },
+output [ { name: "OUT" data_type: TYPE_BOOL dims: [ 3 ] },
          { name: "MSG" data_type: TYPE_STRING dims: [ 1 ] } ]
 """,
     )
     server = serve(repo)
     out = server.infer("control", {"IN": np.array([1], dtype=np.int32)})
-    assert out["OUT"].tolist() == [True, False]
+    assert out["OUT"].tolist() == [True, False, True]
     assert b"not allowed" in out["MSG"][0]  # model control mode is NONE here

@@ -97,8 +97,8 @@ def test_initialize_failure_makes_the_model_unavailable(repo, serve, mode):
     server = serve(repo, strict_readiness=False)
     reasons = dict(server.dataplane.failed_models())
     reason = reasons["add_sub version 1"]
-    assert reason.startswith("RuntimeError: no weights here")
-    assert "initialize" in reason
+    assert reason.startswith("Internal: RuntimeError: no weights here")  # as Triton's index
+    assert "model.py(3): initialize" in reason
     assert not server.model_ready("add_sub", "1")
 
 

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import json
 
+import ml_dtypes
 import numpy as np
 import pytest
 
 import triton_python_backend_utils as pb_utils
+from triton_python_backend_utils import _dlpack
 from triton_python_backend_utils._request import InferenceRequest
 
 
@@ -42,6 +44,39 @@ def test_tensor():
     assert pb_utils.Tensor("s", np.array(["ab"])).as_numpy().tolist() == [b"ab"]
 
 
+class _Bfloat16Producer:
+    """Stands in for a torch bfloat16 tensor: a CPU DLPack producer of ``kDLBfloat`` bits."""
+
+    def __init__(self, values: np.ndarray) -> None:
+        self.bits = values.view(np.uint16)
+
+    def __dlpack__(self, stream=None):
+        capsule = self.bits.__dlpack__()
+        _dlpack.retag(capsule, _dlpack.KDL_UINT, _dlpack.KDL_BFLOAT)
+        return capsule
+
+    def __dlpack_device__(self):
+        return (1, 0)
+
+
+def test_bf16_tensors_keep_their_type_through_dlpack():
+    values = np.array([-1.5, 0.0, 2.0], dtype=ml_dtypes.bfloat16)
+    made = pb_utils.Tensor("x", values)
+    assert made.triton_dtype() == 14 and made.shape() == [3]
+    with pytest.raises(pb_utils.TritonModelException, match="BF16 and cannot be converted"):
+        made.as_numpy()
+    capsule = made.to_dlpack()
+    assert _dlpack.type_of(capsule) == (_dlpack.KDL_BFLOAT, 16, 1)  # as Triton's to_dlpack
+    for source in (capsule, made, _Bfloat16Producer(values), values):
+        back = pb_utils.Tensor.from_dlpack("y", source)
+        assert back.triton_dtype() == 14, source
+        assert back._array.tobytes() == values.tobytes()
+    plain = pb_utils.Tensor.from_dlpack("u", np.arange(3, dtype=np.uint16).__dlpack__())
+    assert plain.triton_dtype() == 3  # UINT16 stays UINT16
+    with pytest.raises(RuntimeError):
+        np.from_dlpack(made)  # numpy has no bfloat16, as with Triton's tensors
+
+
 def test_errors_and_responses():
     err = pb_utils.TritonError("nope", pb_utils.TritonError.NOT_FOUND)
     assert err.message() == "nope" and err.code() == pb_utils.TritonError.NOT_FOUND
@@ -71,6 +106,50 @@ def test_bls_request_construction():
         pb_utils.InferenceRequest(
             model_name="m", requested_output_names=[], inputs=[], correlation_id=1.5
         )
+
+
+def test_string_arguments_take_bytes_as_triton_does():
+    """What Triton 2.51's pybind11 pb_utils answered for each of these, seen from a model."""
+    names = np.array([b"INPUT0"], dtype=np.object_)  # as_numpy() of a TYPE_STRING input
+    for name in (b"INPUT0", np.bytes_(b"INPUT0"), bytearray(b"INPUT0"), names[0]):
+        tensor = pb_utils.Tensor(name, np.ones(2, dtype=np.float32))
+        assert tensor.name() == "INPUT0" and type(tensor.name()) is str
+    assert type(pb_utils.Tensor(np.str_("x"), np.ones(1)).name()) is str
+    assert pb_utils.Tensor.from_dlpack(b"y", np.ones(2)).name() == "y"
+    with pytest.raises(pb_utils.TritonModelException, match="cannot be an empty string"):
+        pb_utils.Tensor(b"", np.ones(1))
+    for wrong in (None, 5):
+        with pytest.raises(TypeError):
+            pb_utils.Tensor(wrong, np.ones(1))
+
+    request = pb_utils.InferenceRequest(
+        model_name=np.bytes_(b"add_sub"),
+        requested_output_names=np.array([b"OUTPUT0", "OUTPUT1"], dtype=np.object_),
+        inputs=[tensor],
+        request_id=b"r1",
+        model_version=np.int64(2),
+        flags=np.uint32(1),
+        timeout=np.int64(5),
+    )
+    fields = request._bls_fields()
+    assert fields["m"] == "add_sub" and fields["ro"] == ["OUTPUT0", "OUTPUT1"]
+    assert request.request_id() == "r1" and fields["v"] == 2 and request.flags() == 1
+    assert request.timeout() == 5
+    with pytest.raises(TypeError):  # one name is not a list of names
+        pb_utils.InferenceRequest(model_name="m", requested_output_names="OUT", inputs=[])
+    assert pb_utils.get_input_tensor_by_name(request, b"INPUT0") is None  # Python ==, as Triton
+
+    def correlation(value):
+        return pb_utils.InferenceRequest(
+            model_name="m", requested_output_names=[], inputs=[], correlation_id=value
+        ).correlation_id()
+
+    assert correlation(True) == 1 and type(correlation(True)) is int  # Triton: 1
+    assert correlation(np.str_("s")) == "s" and type(correlation(np.str_("s"))) is str
+    assert correlation(b"seq") == "seq" and correlation(np.int64(3)) == 3  # naiad also takes these
+
+    assert pb_utils.TritonError(b"no such model").message() == "no such model"
+    assert pb_utils.TritonError(np.bytes_(b"e")).message() == "e"
 
 
 class _Host:
