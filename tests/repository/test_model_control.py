@@ -156,10 +156,19 @@ async def test_load_with_config_override(repo: Path) -> None:
         assert await added(server, "a") == 1.0
         rows = index_of(await dp.repository_index())
         assert rows[("a", "1")] == ("READY", "")
-        assert ("a", "2") not in rows
-        await dp.load_model("a")  # without a config: the one on disk again
+        assert rows[("a", "2")] == ("UNAVAILABLE", "unloaded")  # listed on, as in Triton
+        # Without a config, an unchanged folder keeps what the override made of it (Triton);
+        # once the folder changes, the config on disk is read again.
+        await dp.load_model("a")
+        assert dp.model_config("a").max_batch_size == 4
+        assert await added(server, "a") == 1.0
+        write_model(repo, "a", 2, 2.0, config='backend: "onnxruntime"\nmax_batch_size: 8\n')
+        await dp.load_model("a")
         assert dp.model_config("a").max_batch_size == 8
         assert await added(server, "a") == 2.0
+        rows = index_of(await dp.repository_index())
+        assert rows[("a", "1")] == ("UNAVAILABLE", "unloaded")
+        assert rows[("a", "2")] == ("READY", "")
 
 
 async def test_load_with_file_override_writes_a_private_folder(repo: Path) -> None:

@@ -167,34 +167,25 @@ class ModelLoader:
             log.exception("loading model '%s' failed", source.name)
             self._fail_entry(entry, f"{type(exc).__name__}: {exc}")
             return entry
-        entry.config = config
-        available = source.versions()
-        wanted = select_versions(config.version_policy, available)
+        wanted = select_versions(config.version_policy, source.versions())
         if not wanted:
-            self._fail_entry(
+            self._fail_entry(  # versions serving now go on serving, as in Triton
                 entry,
                 f"at least one version must be available under the version "
                 f"policy of model '{source.name}'",
             )
             return entry
-        if config.version_policy.WhichOneof("policy_choice") == "specific":
-            missing = sorted(set(config.version_policy.specific.versions) - set(available))
-            if missing:
-                self._fail_entry(
-                    entry,
-                    f"version {missing[0]} of model '{source.name}' "
-                    "specified by the version policy is not available",
-                )
-                return entry
+        entry.config = config
         entry.state = None
-        old = {v: mv for v, mv in entry.versions.items() if v not in wanted}
+        entry.selected = frozenset(wanted)
+        old = [mv for v, mv in entry.versions.items() if v not in wanted]
         kept = {v for v in keep if v in entry.versions and entry.versions[v].ready}
         await asyncio.gather(
             *(self._load_version(entry, config, v) for v in wanted if v not in kept)
         )
-        for mv in old.values():
-            await self.unload_version(mv)
-            entry.versions.pop(mv.version, None)
+        # Versions the policy no longer selects are unloaded but stay listed (UNAVAILABLE,
+        # "unloaded") in the repository index, as Triton lists them.
+        await asyncio.gather(*(self.unload_version(mv) for mv in old))
         return entry
 
     def _fail_entry(self, entry: ModelEntry, reason: str) -> None:

@@ -158,10 +158,12 @@ class ModelControl:
                 if failed:
                     raise self._fail(name, source, not_available(name, failed))
             entry = await self.loader.load(source, override, keep=keep)
-            if fingerprint is not None and override is None:
+            if fingerprint is not None:
+                # As in Triton, a later plain load of an unchanged folder keeps what this
+                # load made of it, an override's config included.
                 self._known[name] = fingerprint
             else:
-                self._known.pop(name, None)  # next plain load reads the repository again
+                self._known.pop(name, None)  # files sent with the request: nothing to compare
             if not dependency:
                 self._requested.add(name)
             await self._release(name)
@@ -189,12 +191,13 @@ class ModelControl:
         return frozenset(v for v, mv in entry.versions.items() if mv.ready)
 
     def _all_ready(self, name: str) -> bool:
+        """Whether every version the model's policy selected is serving."""
         entry = self.registry.models.get(name)
         return bool(
             entry
             and entry.state is None
-            and entry.versions
-            and all(mv.ready for mv in entry.versions.values())
+            and entry.selected
+            and all(v in entry.versions and entry.versions[v].ready for v in entry.selected)
         )
 
     async def _read_config(
@@ -362,7 +365,7 @@ def load_error(entry: ModelEntry, keep: frozenset[int], unreadable: bool) -> Nai
     reasons = []
     for version, mv in sorted(entry.versions.items()):
         reload_error = mv.extra.pop("reload_error", None)
-        if version in keep:
+        if version in keep or version not in entry.selected:
             continue
         if mv.state is ModelState.UNAVAILABLE:
             reasons.append((version, mv.reason))

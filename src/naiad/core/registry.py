@@ -84,12 +84,16 @@ class ModelVersion:
 class ModelEntry:
     """A model the server knows of; model-level failures have no version."""
 
-    __slots__ = ("name", "source", "versions", "state", "reason", "config")
+    __slots__ = ("name", "source", "versions", "selected", "state", "reason", "config")
 
     def __init__(self, name: str, source: ModelSource | None = None) -> None:
         self.name = name
         self.source = source
+        #: every version loaded since the server started; those the version policy no
+        #: longer selects stay UNAVAILABLE ("unloaded"), as Triton's index lists them
         self.versions: dict[int, ModelVersion] = {}
+        #: the versions the last successful config's version policy selected
+        self.selected: frozenset[int] = frozenset()
         self.state: ModelState | None = None  # set only for failures before versions exist
         self.reason = ""
         self.config: ModelConfig | None = None

@@ -78,7 +78,8 @@ def check_repositories(repositories: list[Path]) -> None:
 def select_versions(policy: object, available: list[int]) -> list[int]:
     """Versions a ``ModelVersionPolicy`` serves out of ``available`` (ascending).
 
-    ``specific`` versions that are not on disk are reported by the caller.
+    As in Triton, ``specific`` versions that are not on disk are left out (a
+    policy that selects none fails the load).
     """
     which = policy.WhichOneof("policy_choice")  # type: ignore[attr-defined]
     if which == "all":
@@ -87,7 +88,7 @@ def select_versions(policy: object, available: list[int]) -> list[int]:
         wanted = set(policy.specific.versions)  # type: ignore[attr-defined]
         return [v for v in available if v in wanted]
     n = policy.latest.num_versions if which == "latest" else 1  # type: ignore[attr-defined]
-    return available[-max(n, 1) :] if available else []
+    return available[-n:] if n > 0 else []  # latest { num_versions: 0 } selects nothing
 
 
 def read_labels(model_dir: Path, filename: str) -> list[str]:
