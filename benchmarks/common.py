@@ -69,17 +69,20 @@ def _wait_http(port: int, proc: subprocess.Popen, timeout: float) -> None:
 def _wait_grpc(port: int, proc: subprocess.Popen, timeout: float) -> None:
     """Poll the standard health service until it answers SERVING."""
     import grpc
-    from grpc_health.v1 import health_pb2, health_pb2_grpc
 
+    serving = b"\x08\x01"  # HealthCheckResponse{status: SERVING} on the wire
     deadline = time.monotonic() + timeout
     with grpc.insecure_channel(f"127.0.0.1:{port}") as channel:
-        stub = health_pb2_grpc.HealthStub(channel)
+        check = channel.unary_unary(
+            "/grpc.health.v1.Health/Check",
+            request_serializer=lambda raw: raw,
+            response_deserializer=lambda raw: raw,
+        )
         while time.monotonic() < deadline:
             if proc.poll() is not None:
                 raise RuntimeError(f"server exited with {proc.returncode}")
             try:
-                answer = stub.Check(health_pb2.HealthCheckRequest(), timeout=1)
-                if answer.status == health_pb2.HealthCheckResponse.SERVING:
+                if check(b"", timeout=1) == serving:
                     return
             except grpc.RpcError:
                 pass

@@ -33,6 +33,7 @@ SRC = ROOT / "src"
 PROTOS: list[tuple[str, str]] = [
     ("src/naiad/config", "model_config.proto"),
     ("src/naiad/frontends/grpc", "grpc_service.proto"),
+    ("src/naiad/frontends/grpc", "health.proto"),
 ]
 
 POOL_MODULE = "naiad.config.proto_pool"

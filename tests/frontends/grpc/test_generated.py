@@ -19,7 +19,10 @@ import naiad.frontends.grpc.grpc_service_pb2_grpc as pb_grpc
 ROOT = Path(__file__).resolve().parents[3]
 GRPC_DIR = ROOT / "src" / "naiad" / "frontends" / "grpc"
 CONFIG_DIR = ROOT / "src" / "naiad" / "config"
-GENERATED = ("grpc_service_pb2.py", "grpc_service_pb2.pyi", "grpc_service_pb2_grpc.py")
+GENERATED = (
+    "grpc_service_pb2.py", "grpc_service_pb2.pyi", "grpc_service_pb2_grpc.py",
+    "health_pb2.py", "health_pb2.pyi", "health_pb2_grpc.py",
+)  # fmt: skip
 
 # grpc.md section 1: rpc -> (request, response, client streaming, server streaming).
 RPCS: dict[str, tuple[str, str, bool, bool]] = {

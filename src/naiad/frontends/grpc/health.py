@@ -1,8 +1,10 @@
 """The standard gRPC health service, ``grpc.health.v1.Health/Check`` (grpc.md §1).
 
 Triton answers SERVING when the server is ready (not merely live) and
-implements ``Check`` only; so does naiad.  The messages come from
-``grpcio-health-checking`` (wire-identical to Triton's ``health.proto``).
+implements ``Check`` only; so does naiad.  The messages are naiad's own
+``health.proto`` (generated into naiad's private descriptor pool), so no
+``grpcio-health-checking`` is needed: its generated code demands a protobuf
+newer than ``tritonclient[all]`` allows in the same environment.
 """
 
 from __future__ import annotations
@@ -10,7 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import grpc
-from grpc_health.v1 import health_pb2
+from naiad.frontends.grpc import health_pb2
 
 if TYPE_CHECKING:
     from naiad.core.dataplane import DataPlane
