@@ -15,7 +15,7 @@ import sys
 from collections.abc import Sequence
 from pathlib import Path
 
-from naiad._version import __version__
+from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
 from naiad.core.options import ServerOptions
 from naiad.repository.sources import is_url
@@ -23,6 +23,10 @@ from naiad.repository.sources import is_url
 log = logging.getLogger("naiad")
 
 DEFAULT_REPOSITORY = Path("examples") / "model_repository"
+DESCRIPTION = (
+    "A Triton-compatible inference server. 'naiad serve' serves model repositories over "
+    "Triton's HTTP and gRPC protocols; 'naiad check' prints every problem of a repository."
+)
 
 
 def _bool(text: str) -> bool:
@@ -193,8 +197,12 @@ def build_parser(
 ) -> argparse.ArgumentParser:
     """The ``naiad`` command's parser; ``naiad.Runner`` parses ``cli_args`` with it too,
     through a ``parser_class`` whose errors raise instead of exiting."""
-    parser = parser_class(prog="naiad", description=__doc__)
-    parser.add_argument("--version", action="version", version=f"naiad {__version__}")
+    parser = parser_class(prog="naiad", description=DESCRIPTION)
+    parser.add_argument(
+        "--version",
+        action="version",
+        version=f"naiad {__version__} (Triton {TRITON_VERSION} protocols)",
+    )
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve one or more model repositories")
@@ -442,20 +450,30 @@ def status_table(rows: Sequence[tuple[str, str, str]]) -> str:
 
 
 async def serve(options: ServerOptions) -> int:
+    """Serve until SIGINT/SIGTERM; routine start-up failures are one line and exit 1."""
+    from naiad.frontends.ports import reserved
     from naiad.server import Server
 
-    server = Server(options=options)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    missing = [p for p in options.model_repositories if not is_url(p) and not Path(p).is_dir()]
-    if missing:
-        log.error("model repository not found: %s", ", ".join(str(p) for p in missing))
+    problem = _repository_problem(options) or _file_problem(options)
+    if problem:
+        log.error("%s", problem)
         return 1
+    log.info(
+        "naiad %s (Triton %s protocols) serving %s; model control mode %s",
+        __version__,
+        TRITON_VERSION,
+        ", ".join(str(r) for r in options.model_repositories),
+        options.model_control_mode,
+    )
+    server = Server(options=options)
     try:
-        await server.dataplane.start()
-    except NaiadError as exc:  # e.g. a remote repository whose extra is not installed
+        with reserved(options):  # a port in use fails here, before any model loads
+            await server.dataplane.start()
+    except NaiadError as exc:  # a port in use, a remote repository whose extra is missing
         log.error("%s", exc.message)
         await server.dataplane.stop(0)
         return 1
@@ -475,7 +493,12 @@ async def serve(options: ServerOptions) -> int:
         return 1
     # Frontends open after the models are loaded, as in Triton.
     server.dataplane.started = False
-    await server.start_frontends()
+    try:
+        await server.start_frontends()
+    except (NaiadError, OSError, ValueError) as exc:  # a port taken meanwhile, a TLS file
+        log.error("%s", exc.message if isinstance(exc, NaiadError) else exc)
+        await server.stop_async(0)
+        return 1
     server.dataplane.started = True
     # Everything loaded so far lives as long as the server: keep it out of the
     # collector's full passes, which would otherwise stall requests for ms.
@@ -486,6 +509,35 @@ async def serve(options: ServerOptions) -> int:
     await server.stop_async()
     log.info("server stopped")
     return 0
+
+
+def _file_problem(options: ServerOptions) -> str:
+    """A certificate, key or CA file given by a flag that cannot be read, or ""."""
+    import os
+
+    for flag in ("grpc_server_cert", "grpc_server_key", "grpc_root_cert",
+                 "http_ssl_cert", "http_ssl_key", "http_ssl_root_cert"):  # fmt: skip
+        value = getattr(options, flag)
+        if value and not (Path(value).is_file() and os.access(value, os.R_OK)):
+            return f"--{flag.replace('_', '-')} {value}: no such readable file"
+    return ""
+
+
+def _repository_problem(options: ServerOptions) -> str:
+    """Why a local repository cannot be served (missing, not a folder, unreadable), or ""."""
+    import os
+
+    for repo in options.model_repositories:
+        if is_url(repo):
+            continue
+        path = Path(repo)
+        if not path.exists():
+            return f"model repository not found: {path} (--model-repository)"
+        if not path.is_dir():
+            return f"model repository is not a folder: {path} (--model-repository)"
+        if not os.access(path, os.R_OK | os.X_OK):
+            return f"model repository cannot be read (permission denied): {path}"
+    return ""
 
 
 def check(repositories: list[str], disable_auto_complete: bool) -> int:
@@ -518,6 +570,13 @@ def main(argv: Sequence[str] | None = None) -> int:
     loop = new_event_loop()
     try:
         return loop.run_until_complete(serve(options))
+    except Exception as exc:  # a start-up failure nobody foresaw: still one line
+        if options.log_verbose:
+            log.exception("naiad serve failed")
+        else:
+            log.error("naiad serve failed: %s: %s (--log-verbose 1 shows where)",
+                      type(exc).__name__, exc)  # fmt: skip
+        return 1
     finally:
         loop.close()
 

@@ -21,6 +21,7 @@ from naiad.core.dataplane import DataPlane
 from naiad.core.errors import Unavailable
 from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+from naiad.frontends.ports import reserved, start_error
 from naiad.loop_thread import LoopThread
 from naiad.repository import is_url
 
@@ -95,8 +96,10 @@ class Server:
     # -- async lifecycle -----------------------------------------------------------
 
     async def start_async(self) -> None:
-        """Load the models, then open the frontends; on failure, undo what started."""
-        await self.dataplane.start()
+        """Take the ports, load the models, then open the frontends; on failure, undo
+        what started (a port in use fails before any model loads)."""
+        with reserved(self.options):
+            await self.dataplane.start()
         try:
             await self.start_frontends()
         except BaseException:
@@ -114,7 +117,10 @@ class Server:
             if module is None or not hasattr(module, "start"):
                 log.warning("the %s frontend is not available in this build", name)
                 continue
-            frontend = await module.start(self.dataplane, self.options)
+            try:
+                frontend = await module.start(self.dataplane, self.options)
+            except OSError as exc:  # a port taken since the reservation, a TLS file
+                raise Unavailable(start_error(name, self.options, exc)) from None
             self.frontends[name] = frontend
             address = getattr(self.options, f"{name}_address", None) or self.options.http_address
             log.info("started %s service at %s:%d", name, address, frontend.port)

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import re
 import signal
+import socket
 import subprocess
 import sys
 from pathlib import Path
@@ -115,3 +117,106 @@ def test_missing_repository_is_a_clear_error(tmp_path):
     assert result.returncode == 1
     assert "model repository not found" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def _serve_args(repo, **ports: str) -> list[str]:
+    args = ["serve", "--model-repository", str(repo)]
+    for name in ("http", "grpc", "metrics"):
+        args += [f"--{name}-port", ports.get(name, "0")]
+    return args
+
+
+def test_a_port_in_use_is_one_line_naming_the_flag_before_any_model_loads(repo):
+    onnx_models.identity(repo / "m" / "1" / "model.onnx")
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        for name in ("http", "grpc", "metrics"):
+            args = _serve_args(repo, **{name: str(port)}) + [f"--{name}-address", "127.0.0.1"]
+            if name == "metrics":
+                args += ["--http-address", "127.0.0.1"]
+            result = naiad(*args)
+            assert result.returncode == 1, result.stderr
+            errors = [line for line in result.stderr.splitlines() if line.startswith("E")]
+            assert len(errors) == 1, result.stderr
+            assert f"--{name}-port {port}: 127.0.0.1:{port} is already in use" in errors[0]
+            assert "loading 'm'" not in result.stderr  # refused before loading anything
+            assert "Traceback" not in result.stderr + result.stdout
+            assert "| Model |" not in result.stdout
+
+
+def test_a_repository_that_is_a_file_is_one_line(tmp_path):
+    path = tmp_path / "file"
+    path.write_text("not a folder")
+    result = naiad("serve", "--model-repository", str(path))
+    assert result.returncode == 1
+    assert f"model repository is not a folder: {path}" in result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_a_missing_certificate_is_one_line_before_any_model_loads(repo):
+    onnx_models.identity(repo / "m" / "1" / "model.onnx")
+    args = _serve_args(repo) + ["--grpc-use-ssl", "--grpc-server-cert", str(repo / "no.pem"),
+                                "--grpc-server-key", str(repo / "no.key")]  # fmt: skip
+    result = naiad(*args)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("E")]
+    assert len(errors) == 1, result.stderr
+    assert errors[0].endswith(f"--grpc-server-cert {repo / 'no.pem'}: no such readable file")
+    assert "loading 'm'" not in result.stderr
+
+
+def test_an_unreadable_certificate_fails_in_one_line_when_the_frontend_starts(repo):
+    """A file that exists but is no certificate: found only when TLS is set up."""
+    onnx_models.identity(repo / "m" / "1" / "model.onnx")
+    (repo / "bad.pem").write_text("not a certificate")
+    args = _serve_args(repo) + ["--grpc-use-ssl", "--grpc-server-cert", str(repo / "bad.pem"),
+                                "--grpc-server-key", str(repo / "bad.pem")]  # fmt: skip
+    result = naiad(*args)
+    assert result.returncode == 1
+    assert "Traceback" not in result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("E")]
+    assert len(errors) == 1, result.stderr
+
+
+def test_version_is_naiads_own_and_metadata_keeps_tritons():
+    from naiad._version import TRITON_VERSION, __version__
+
+    result = naiad("--version")
+    assert result.stdout.strip() == f"naiad {__version__} (Triton {TRITON_VERSION} protocols)"
+    assert __version__ != TRITON_VERSION
+
+
+def test_help_is_plain_text():
+    for args in (["--help"], ["serve", "--help"], ["check", "--help"]):
+        result = naiad(*args)
+        assert result.returncode == 0
+        assert "``" not in result.stdout and "`" not in result.stdout, args
+
+
+def test_serve_says_what_it_serves_and_how_long_each_model_took(repo):
+    onnx_models.identity(repo / "m" / "1" / "model.onnx")
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "naiad.cli", *_serve_args(repo)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert proc.stderr is not None
+        lines = []
+        for line in proc.stderr:
+            lines.append(line.rstrip())
+            if "started metrics service" in line:
+                break
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        proc.communicate(timeout=60)
+    log = "\n".join(lines)
+    from naiad._version import __version__
+
+    assert f"naiad {__version__} (Triton 2.51.0 protocols) serving {repo}" in log
+    assert "loading 'm' version 1" in log
+    assert re.search(r"successfully loaded 'm' version 1 in \d+\.\d\ds", log), log

@@ -13,7 +13,7 @@ import time
 from collections.abc import AsyncIterator
 from typing import TYPE_CHECKING, Any
 
-from naiad._version import __version__
+from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
 from naiad.config import config_from_json
 from naiad.core.cache import cache_from_config, uses_cache
@@ -100,12 +100,18 @@ class DataPlane:
         """Drain in-flight requests (up to ``timeout`` seconds), then unload everything."""
         self.stopping = True
         await self.control.stop_polling()
-        drains = [mv.scheduler.drain() for mv in self._versions() if mv.scheduler is not None]
+        drains = [
+            asyncio.ensure_future(mv.scheduler.drain())
+            for mv in self._versions()
+            if mv.scheduler is not None
+        ]
         if drains:
-            try:
-                await asyncio.wait_for(asyncio.gather(*drains), timeout)
-            except asyncio.TimeoutError:
+            await asyncio.sleep(0)  # idle schedulers are drained at once, even with timeout 0
+            _, pending = await asyncio.wait(drains, timeout=timeout)
+            if pending:
                 log.warning("exit timeout expired with requests still in flight")
+                for drain in pending:
+                    drain.cancel()
         await self.control.close()  # unloads every model
         self.shm.close()
         await self.system_metrics.close()
@@ -143,7 +149,7 @@ class DataPlane:
     def server_metadata(self) -> dict[str, Any]:
         return {
             "name": self.options.server_id,
-            "version": __version__,
+            "version": TRITON_VERSION,
             "extensions": list(EXTENSIONS),
         }
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Collection
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,6 +210,8 @@ class ModelLoader:
         )
         mv.context = ctx
         mv.config = config
+        log.info("loading '%s' version %d", entry.name, version)
+        started = time.monotonic()
         try:
             await self._start_version(mv, ctx)
         except NaiadError as exc:
@@ -229,7 +232,12 @@ class ModelLoader:
         entry.versions[version] = mv
         if previous is not None and previous is not mv:
             await self.unload_version(previous)
-        log.info("successfully loaded '%s' version %d", entry.name, version)
+        log.info(
+            "successfully loaded '%s' version %d in %.2fs",
+            entry.name,
+            version,
+            time.monotonic() - started,
+        )
 
     async def _start_version(self, mv: ModelVersion, ctx: LoadContext) -> None:
         config = ctx.config

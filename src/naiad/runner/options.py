@@ -13,7 +13,6 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import NoReturn
 
-from naiad.cli import build_parser, options_from_args
 from naiad.core.errors import InvalidArgument
 from naiad.core.options import ServerOptions
 
@@ -52,6 +51,8 @@ class ServeArgs:
             repos = [model_repository]
         else:
             repos = list(model_repository)
+        from naiad.cli import build_parser  # not at import: ``python -m naiad.cli`` runs it
+
         args = (*(f"--model-repository={r}" for r in repos), *cli_args)
         namespace, unknown = build_parser(_Parser).parse_known_args(["serve", *args])
         if unknown:
@@ -62,6 +63,8 @@ class ServeArgs:
 
     def options(self) -> ServerOptions:
         """Server options for the embedded mode: every frontend off (no sockets)."""
+        from naiad.cli import options_from_args
+
         try:
             options = options_from_args(self.namespace)
         except SystemExit as exc:  # a malformed value the parser could not type-check
