@@ -265,3 +265,12 @@ def test_at_the_connection_cap_with_none_idle_a_newcomer_gets_503(capped: object
     assert answer(busy[0])[0] == 200
     for sock in busy:
         sock.close()
+
+
+def test_a_request_cut_short_by_the_client_is_a_400(server: Served) -> None:
+    with connect(server.http_port) as sock:
+        sock.sendall(INFER[:-10])  # the body is 10 bytes short of its Content-Length
+        sock.shutdown(socket.SHUT_WR)
+        status, _, body = answer(sock)
+        assert status == 400
+        assert error_of(body) == "request ended before it was complete"

@@ -152,11 +152,13 @@ class HttpConnection(asyncio.Protocol):
         """The client is done sending: answer what it asked for, then close (a TLS
         transport cannot stay half-open, so it closes at once)."""
         self._eof = True
-        if self._tls or self._lingering or self.closed:
+        if self._lingering or self.closed:
             return None
         if self._current is None and not self._pending:
+            if self._in_message and not self._tls:  # its body or head can never complete
+                self._fatal(400, "request ended before it was complete", linger=False)
             return None
-        return True
+        return None if self._tls else True
 
     def pause_writing(self) -> None:
         self._writing_paused = True
