@@ -8,7 +8,10 @@ A connection protocol adds itself to ``connections`` when made (through
 Connections with timeouts keep one ``deadline`` (a loop time, 0 for none) that
 they move as their state changes; one sweeper task per listener looks at them
 every ``sweep_interval`` seconds, so the hot path sets a float instead of
-arming and cancelling a timer per request.
+arming and cancelling a timer per request.  Deadlines are reckoned from
+``clock``, the loop time the sweeper last read, plus one interval (see
+:meth:`Listener.wait`): no clock is read per request, and a timeout fires
+between one and two intervals after it is due, never before.
 """
 
 from __future__ import annotations
@@ -48,6 +51,10 @@ class Listener:
         self.port = 0
         self.max_connections = max_connections
         self.sweep_interval = sweep_interval
+        #: the loop time at the last sweep; deadlines are ``clock + wait(timeout)``
+        self.clock = self.loop.time()
+        self._admitted: dict[Any, int] = {}  # connection -> its place in arrival order
+        self._count = 0
         self._sweeper: asyncio.Task[None] | None = None
         self._all_closed: asyncio.Event | None = None
 
@@ -81,16 +88,24 @@ class Listener:
             idle = [c for c in self.connections if c.idle]
             if not idle:
                 return False
-            oldest = min(idle, key=lambda c: c.deadline or float("inf"))
+            # Idle deadlines are only as fine as the sweep; the older connection breaks ties.
+            oldest = min(idle, key=lambda c: (c.deadline, self._admitted.get(c, 0)))
             self.connections.discard(oldest)
+            self._admitted.pop(oldest, None)
             oldest.close_idle()
+        self._count += 1
+        self._admitted[conn] = self._count
         self.connections.add(conn)
         return True
+
+    def wait(self, timeout: float) -> float:
+        """What to add to ``clock`` for a deadline ``timeout`` seconds away (0: never)."""
+        return timeout + self.sweep_interval if timeout > 0 else float("inf")
 
     async def _sweep(self) -> None:
         while True:
             await asyncio.sleep(self.sweep_interval)
-            now = self.loop.time()
+            self.clock = now = self.loop.time()
             for conn in list(self.connections):
                 if 0 < conn.deadline <= now:
                     try:
@@ -101,6 +116,7 @@ class Listener:
 
     def connection_closed(self, conn: Any) -> None:
         self.connections.discard(conn)
+        self._admitted.pop(conn, None)
         if not self.connections and self._all_closed is not None:
             self._all_closed.set()
 

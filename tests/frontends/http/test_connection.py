@@ -57,6 +57,11 @@ class _Frontend:
         self.connections.add(conn)
         return True
 
+    clock = 0.0
+
+    def wait(self, timeout: float) -> float:
+        return timeout
+
     def connection_closed(self, conn: HttpConnection) -> None:
         self.connections.discard(conn)
 

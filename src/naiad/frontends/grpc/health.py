@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 import grpc
+
 from naiad.frontends.grpc import health_pb2
 
 if TYPE_CHECKING:

@@ -66,6 +66,47 @@ class _Refuse(Exception):
 class HttpConnection(asyncio.Protocol):
     """The protocol object of one client connection."""
 
+    # Slots: past ~30 attributes an instance dict stops sharing its keys, and every
+    # attribute access on the hot path falls off CPython's fast path.
+    __slots__ = (
+        "frontend",
+        "app",
+        "limits",
+        "limit",
+        "loop",
+        "transport",
+        "parser",
+        "_url",
+        "_headers",
+        "_body",
+        "_size",
+        "_chunks",
+        "_error",
+        "_pending",
+        "_current",
+        "_reading_paused",
+        "_writing_paused",
+        "_drain",
+        "_head_open",
+        "_in_message",
+        "_head_bytes",
+        "_head_left",
+        "_repeated",
+        "_max_field",
+        "_max_fields",
+        "_small",
+        "_check",
+        "deadline",
+        "_head_wait",
+        "_body_wait",
+        "_idle_wait",
+        "_lingering",
+        "_eof",
+        "_tls",
+        "closed",
+        "shutting_down",
+    )
+
     def __init__(self, frontend: HttpFrontend) -> None:
         self.frontend = frontend
         self.app = frontend.app
@@ -89,10 +130,18 @@ class HttpConnection(asyncio.Protocol):
         self._head_open = True
         self._in_message = False
         self._head_bytes = 0  # fed since the current head began (at most a slice more)
-        self._head_size = 0  # URL and header fields of the current head, exactly
-        self._header_count = 0
+        self._head_left = 0  # bytes of URL and header fields the current head may still use
+        self._repeated = 0  # fields whose name came before in this head (0 once counted)
+        self._max_field = self.limits.max_header_size
+        self._max_fields = self.limits.max_header_count
+        #: no chunk this small can hold a URL, header field or head over its limit
+        self._small = min(self.limits.max_url_size, self._max_field, self.limits.max_head_size)
+        self._check = True  # whether the callbacks check sizes (see data_received)
         #: loop time at which :meth:`timed_out` is due (0: none); read by the listener
         self.deadline = 0.0
+        self._head_wait = frontend.wait(self.limits.header_timeout)
+        self._body_wait = frontend.wait(self.limits.body_timeout)
+        self._idle_wait = frontend.wait(self.limits.keepalive_timeout)
         self._lingering = 0.0  # when a lingering close must end (0: not lingering)
         self._eof = False  # the client shut its writing half
         self._tls = False
@@ -110,7 +159,7 @@ class HttpConnection(asyncio.Protocol):
             self.transport.close()  # type: ignore[union-attr]
             return
         # A new connection must start a request as soon as a kept-alive one must.
-        self.deadline = self._after(self.limits.header_timeout)
+        self.deadline = self.frontend.clock + self._head_wait
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -129,12 +178,18 @@ class HttpConnection(asyncio.Protocol):
         if self.closed:
             return
         try:
-            if self._head_open and len(data) > _HEAD_SLICE:
-                self._feed_sliced(data)
-            else:
+            if not self._head_open:  # the rest of a body: nothing to count
                 self.parser.feed_data(data)
+            elif len(data) <= self._small and not self._in_message:
+                # A head that begins and ends in this chunk is under every size limit, so
+                # its fields go unchecked; one that goes on is counted from the next chunk.
+                self._check = False
+                self.parser.feed_data(data)
+                self._check = True
                 if self._head_open and self._in_message:
                     self._count_head(len(data))
+            else:
+                self._feed_sliced(data)
         except _Refuse as exc:
             self._fatal(exc.status, exc.message)
         except httptools.HttpParserUpgrade:
@@ -196,9 +251,6 @@ class HttpConnection(asyncio.Protocol):
     def _head_too_big(self) -> str:
         return f"request head larger than {self.limits.max_head_size} bytes (--http-max-head-size)"
 
-    def _after(self, timeout: float) -> float:
-        return self.loop.time() + timeout if timeout > 0 else 0.0
-
     # -- httptools callbacks ---------------------------------------------------
 
     def on_message_begin(self) -> None:
@@ -209,22 +261,45 @@ class HttpConnection(asyncio.Protocol):
         self._chunks = 0
         self._error = None
         self._in_message = True
-        self._head_bytes = self._head_size = self._header_count = 0
-        self.deadline = self._after(self.limits.header_timeout)
+        self._head_bytes = 0
+        self._head_left = self.limits.max_head_size  # URL and header fields still allowed
+        self.deadline = self.frontend.clock + self._head_wait
 
     def on_url(self, url: bytes) -> None:
-        if len(self._url) + len(url) > self.limits.max_url_size:
+        self._url += url
+        if not self._check:
+            return
+        self._head_left -= len(url)
+        if len(self._url) > self.limits.max_url_size:
             raise _Refuse(
                 414,
                 f"request URL longer than {self.limits.max_url_size} bytes (--http-max-url-size)",
             )
-        self._url += url
 
     def on_header(self, name: bytes, value: bytes) -> None:
+        if self._check:
+            size = len(name) + len(value)
+            self._head_left -= size
+            if size > self._max_field or self._head_left < 0:
+                self._refuse_header(name, size)
+        key = name.decode("latin-1").lower()
+        text = value.decode("latin-1")
+        old = self._headers.get(key)
+        if old is None:
+            self._headers[key] = text
+        else:  # a repeated name: one more field, joined as RFC 9110 allows
+            self._repeated += 1
+            self._headers[key] = f"{old}, {text}"
+
+    def _count_fields(self) -> None:
+        fields, self._repeated = len(self._headers) + self._repeated, 0
+        if fields > self._max_fields:
+            raise _Refuse(
+                431, f"more than {self._max_fields} header fields (--http-max-header-count)"
+            )
+
+    def _refuse_header(self, name: bytes, size: int) -> None:
         limits = self.limits
-        size = len(name) + len(value)
-        self._header_count += 1
-        self._head_size += size
         if size > limits.max_header_size:
             shown = name[:64].decode("latin-1")
             raise _Refuse(
@@ -232,21 +307,13 @@ class HttpConnection(asyncio.Protocol):
                 f"header '{shown}' is {size} bytes, more than {limits.max_header_size} "
                 "(--http-max-header-size)",
             )
-        if self._header_count > limits.max_header_count:
-            raise _Refuse(
-                431,
-                f"more than {limits.max_header_count} header fields (--http-max-header-count)",
-            )
-        if self._head_size + len(self._url) > limits.max_head_size:
-            raise _Refuse(431, self._head_too_big())
-        key = name.decode("latin-1").lower()
-        text = value.decode("latin-1")
-        old = self._headers.get(key)
-        self._headers[key] = text if old is None else f"{old}, {text}"
+        raise _Refuse(431, self._head_too_big())
 
     def on_headers_complete(self) -> None:
+        if len(self._headers) > self._max_fields or self._repeated:
+            self._count_fields()
+        # Until the body's first byte the head's deadline holds; each read then moves it.
         self._head_open = False
-        self.deadline = self._after(self.limits.body_timeout)
         length = self._headers.get("content-length")
         if length is not None and length.isdigit() and int(length) > self.limit:
             if int(length) > 2 * self.limit:
@@ -261,8 +328,7 @@ class HttpConnection(asyncio.Protocol):
                 self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
-        if self.limits.body_timeout > 0:
-            self.deadline = self.loop.time() + self.limits.body_timeout
+        self.deadline = self.frontend.clock + self._body_wait
         self._size += len(body)
         if self._error is not None:
             if self._size > 2 * self.limit:
@@ -358,26 +424,31 @@ class HttpConnection(asyncio.Protocol):
             return
         body = response.body
         length = body_length(body)
-        head = response.head(length, self._last(request))
+        last = (
+            False
+            if request.keep_alive and not (self.shutting_down or self._eof)
+            else self._last(request)
+        )
+        head = response.head(length, last)
         if not body:
             transport.write(head)
         elif length < _JOIN_BELOW:
             transport.write(b"".join([head, *body]))
         else:
             transport.writelines([head, *body])
-        self._done(request)
+        self._done(request, last)
 
-    def _done(self, request: Request) -> None:
+    def _done(self, request: Request, last: bool | None = None) -> None:
         self._current = None
         request.core = None
         if self.transport is None or self.closed:
             return
-        if self._last(request):
+        if self._last(request) if last is None else last:
             self._pending.clear()
             self.closed = True
             self.transport.close()
         elif not self._pending and not self._in_message:
-            self.deadline = self._after(self.limits.keepalive_timeout)
+            self.deadline = self.frontend.clock + self._idle_wait
 
     # -- used by streaming handlers and the frontend ------------------------------
 
@@ -462,7 +533,7 @@ class HttpConnection(asyncio.Protocol):
         if not self.idle or self.transport is None:
             return
         if has_unread(self.transport):
-            self.deadline = self._after(self.limits.header_timeout)
+            self.deadline = self.frontend.clock + self._head_wait
             return
         self.closed = True
         self.transport.close()
