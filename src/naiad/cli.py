@@ -543,16 +543,13 @@ def _repository_problem(options: ServerOptions) -> str:
 def check(repositories: list[str], disable_auto_complete: bool) -> int:
     from naiad.core.check import check_repositories
 
-    problems = check_repositories(
+    report = check_repositories(
         [Path(r) for r in repositories], disable_auto_complete_config=disable_auto_complete
     )
-    for problem in problems:
+    for problem in report.problems:
         print(problem)
-    if problems:
-        print(f"{len(problems)} problem(s) found", file=sys.stderr)
-        return 1
-    print("no problems found")
-    return 0
+    print(report.summary())
+    return 1 if report.problems else 0
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -48,6 +48,31 @@ def test_check_prints_every_problem_with_file_and_line(repo):
     assert f"{repo / 'typo' / 'config.pbtxt'}:3" in out and "max_batch_sise" in out
     assert f"{repo / 'dims' / 'config.pbtxt'}:2" in out and "max_batch_size" in out
     assert "Traceback" not in out + result.stderr
+    # Every problem of a model, not the first: max_batch_size and the dims.
+    assert f"{repo / 'dims' / 'config.pbtxt'}:3" in out
+    assert out.splitlines()[-1] == "checked 2 models in 1 repository: 3 problems"
+
+
+def test_check_compares_configs_with_model_files(repo):
+    onnx_models.identity(repo / "dims" / "1" / "model.onnx", "FP32", ["batch", 4])
+    write_config(
+        repo / "dims",
+        'backend: "onnxruntime"\nmax_batch_size: 8\n'
+        'input [ { name: "INPUT0" data_type: TYPE_FP32 dims: [ 5 ] } ]\n'
+        'output [ { name: "OUTPUT0" data_type: TYPE_FP32 dims: [ 4 ] } ]\n',
+    )
+    (repo / "empty" / "1").mkdir(parents=True)
+    write_config(repo / "empty", 'backend: "python"\n')
+    result = naiad("check", str(repo))
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert result.stdout.splitlines() == [
+        f"{repo / 'dims' / 'config.pbtxt'}:3: field 'input[0].dims': model 'dims', tensor "
+        "'INPUT0': the model expects 2 dimensions (shape [-1,4]) but the model configuration "
+        "specifies 2 dimensions (an initial batch dimension because max_batch_size > 0 "
+        "followed by the explicit tensor shape, making complete shape [-1,5])",
+        f"{repo / 'empty' / '1' / 'model.py'}: model file not found (model 'empty', version 1)",
+        "checked 2 models in 1 repository: 2 problems",
+    ]
 
 
 def test_serve_prints_the_status_table_and_stops_on_sigterm(repo):

@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
+    from naiad.config.model_signature import ModelSignature
     from naiad.core.types import InferenceRequest, InferenceResponse
 
 
@@ -128,6 +129,25 @@ class Backend(abc.ABC):
 
     def validate(self, config: ModelConfig, model_dir: Path) -> None:
         """Raise a NaiadError for a config this backend cannot serve."""
+
+    def model_file(self, config: ModelConfig, model_dir: Path, version: int) -> Path | None:
+        """The file (or folder) a version folder must hold; None when the backend needs none.
+
+        ``naiad check`` reports a version without it before anything is loaded.
+        """
+        name = config.default_model_filename
+        return model_dir / str(version) / name if name else None
+
+    def model_signature(
+        self, config: ModelConfig, model_dir: Path, version: int
+    ) -> ModelSignature | None:
+        """The inputs and outputs a version's model file declares; None if it declares none.
+
+        ``naiad check`` compares them with the config (``validate_signature``).
+        A backend that returns them applies the same rules when it loads the
+        model (``check_signature``), with whatever it has opened anyway.
+        """
+        return None
 
     @abc.abstractmethod
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:

@@ -24,30 +24,16 @@ import onnxruntime as ort  # noqa: E402
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
+from naiad.backends.onnx_signature import ORT_TYPES, SignatureCache, session_signature
+from naiad.config.model_config_pb2 import DataType
+from naiad.config.model_signature import ModelSignature, TensorSignature
+from naiad.config.validate_signature import check_signature
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-
-#: ONNX Runtime type strings -> Triton datatypes.
-ORT_TYPES: dict[str, datatypes.DataType] = {
-    "tensor(bool)": datatypes.BOOL,
-    "tensor(uint8)": datatypes.UINT8,
-    "tensor(uint16)": datatypes.UINT16,
-    "tensor(uint32)": datatypes.UINT32,
-    "tensor(uint64)": datatypes.UINT64,
-    "tensor(int8)": datatypes.INT8,
-    "tensor(int16)": datatypes.INT16,
-    "tensor(int32)": datatypes.INT32,
-    "tensor(int64)": datatypes.INT64,
-    "tensor(float16)": datatypes.FP16,
-    "tensor(float)": datatypes.FP32,
-    "tensor(double)": datatypes.FP64,
-    "tensor(string)": datatypes.BYTES,
-    "tensor(bfloat16)": datatypes.BF16,
-}
 
 DEFAULT_MAX_BATCH_SIZE = 4
 
@@ -57,10 +43,6 @@ _GRAPH_LEVELS = {
     1: ort.GraphOptimizationLevel.ORT_ENABLE_EXTENDED,
     2: ort.GraphOptimizationLevel.ORT_DISABLE_ALL,
 }
-
-
-def _dims(shape: list[Any]) -> list[int]:
-    return [d if isinstance(d, int) and d >= 0 else -1 for d in shape]
 
 
 def _model_path(model_dir: Path, version: int, filename: str) -> Path:
@@ -85,21 +67,22 @@ class OnnxRuntimeBackend(Backend):
         # Load errors reach the user as the model's reason; ORT's own copy on
         # stderr would only repeat them.
         ort.set_default_logger_severity(4)
+        self._signatures = SignatureCache(_read_signature)
 
     def default_cpu_instance_count(self) -> int:
         return 2
+
+    def model_signature(self, config: ModelConfig, model_dir: Path, version: int) -> ModelSignature:
+        path = _model_path(model_dir, version, config.default_model_filename or "model.onnx")
+        return self._signatures.get(path)
 
     def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
         """Fill inputs, outputs and max_batch_size from the model (Triton §5.1)."""
         if (len(config.input) + len(config.batch_input)) > 0 and len(config.output) > 0:
             return
-        path = _model_path(model_dir, version, config.default_model_filename or "model.onnx")
-        session = _open(path, providers=["CPUExecutionProvider"])
-        inputs, outputs = session.get_inputs(), session.get_outputs()
-        can_batch = all(
-            len(t.shape) >= 1 and not (isinstance(t.shape[0], int) and t.shape[0] >= 0)
-            for t in list(inputs) + list(outputs)
-        )
+        signature = self.model_signature(config, model_dir, version)
+        inputs, outputs = signature.inputs, signature.outputs
+        can_batch = all(len(t.shape) >= 1 and t.shape[0] == -1 for t in inputs + outputs)
         if can_batch:
             if config.max_batch_size == 0:
                 config.max_batch_size = DEFAULT_MAX_BATCH_SIZE
@@ -123,15 +106,14 @@ class OnnxRuntimeBackend(Backend):
                 self._add_tensor(config.output.add(), t, skip, config.max_batch_size > 0)
 
     @staticmethod
-    def _add_tensor(entry: Any, tensor: Any, skip: int, batching: bool) -> None:
-        dt = ORT_TYPES.get(tensor.type)
-        if dt is None:
+    def _add_tensor(entry: Any, tensor: TensorSignature, skip: int, batching: bool) -> None:
+        if tensor.data_type == DataType.TYPE_INVALID:
             raise InvalidArgument(
-                f"unsupported ONNX type '{tensor.type}' of tensor '{tensor.name}'"
+                f"unsupported ONNX type '{tensor.type_name}' of tensor '{tensor.name}'"
             )
         entry.name = tensor.name
-        entry.data_type = dt.config_enum
-        dims = _dims(tensor.shape)[skip:]
+        entry.data_type = tensor.data_type
+        dims = list(tensor.shape[skip:])
         if not dims and batching:
             entry.dims.append(1)
             entry.reshape.SetInParent()
@@ -140,6 +122,13 @@ class OnnxRuntimeBackend(Backend):
 
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         return OnnxRuntimeInstance(ctx, spec)
+
+
+def _read_signature(path: Path) -> ModelSignature:
+    """Open the model only to read its signature: no graph optimisation, CPU only."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_DISABLE_ALL
+    return session_signature(_open(path, options, ["CPUExecutionProvider"]))
 
 
 def _session_options(config: ModelConfig) -> ort.SessionOptions:
@@ -198,35 +187,15 @@ class OnnxRuntimeInstance(ModelInstance):
         # lookup (an AttributeError built and dropped), a fifth of a tiny model's run.
         self._run_options = ort.RunOptions()
         self.plan = BatchPlan(config)
+        signature = session_signature(self.session)
+        check_signature(config, signature)
+        names = [o.name for o in config.output] or [o.name for o in signature.outputs]
+        # The sequence batcher takes the implicit-state outputs back; they are not
+        # in the config's output list.
+        names += [
+            s.output_name for s in config.sequence_batching.state if s.output_name not in names
+        ]
         model_outputs = {o.name: o for o in self.session.get_outputs()}
-        names = [o.name for o in config.output] or list(model_outputs)
-        # The sequence batcher feeds control and implicit-state inputs and takes the
-        # state outputs back; they are not in the config's input/output lists.
-        sequencing = config.sequence_batching
-        states = [s for s in sequencing.state if s.output_name not in names]
-        names += [s.output_name for s in states]
-        injected = {c.name for c in sequencing.control_input}
-        injected |= {s.input_name for s in sequencing.state}
-        missing = [n for n in names if n not in model_outputs]
-        if missing:
-            raise InvalidArgument(
-                f"unexpected inference output '{missing[0]}', allowed outputs are: "
-                + ", ".join(model_outputs)
-            )
-        model_inputs = {i.name for i in self.session.get_inputs()}
-        expected = len(config.input) + len(config.batch_input) + len(injected)
-        if expected != len(model_inputs):
-            raise InvalidArgument(
-                f"unable to load model '{config.name}', configuration expects {expected} "
-                f"inputs, model provides {len(model_inputs)}"
-            )
-        unknown = [i.name for i in config.input if i.name not in model_inputs]
-        unknown += [n for n in self.plan.target_names if n not in model_inputs]
-        if unknown:
-            raise InvalidArgument(
-                f"unexpected inference input '{unknown[0]}', allowed inputs are: "
-                + ", ".join(sorted(model_inputs))
-            )
         self.output_names = names
         #: (name, datatype, is BYTES) of each output, in the order ``run`` returns them.
         self._output_specs: list[tuple[str, datatypes.DataType, bool]] = []

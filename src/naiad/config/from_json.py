@@ -17,6 +17,7 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 
 from naiad.config.errors import ConfigError
 from naiad.config.model_config_pb2 import ModelConfig
+from naiad.config.suggest import with_hint
 
 _UNKNOWN_FIELD = re.compile(r'has no field named "([^"]+)" at "([^"]*)"')
 _FAILED_FIELD = re.compile(r"Failed to parse (\w+) field: ")
@@ -50,7 +51,7 @@ def _error(message: str, path: str) -> ConfigError:
         name, where = match.groups()
         prefix = where.partition(".")[2] if "." in where else ""
         field = f"{prefix}.{name}" if prefix else name
-        return ConfigError(f"unknown field '{name}'", path=path, field=field)
+        return ConfigError(with_hint(f"unknown field '{name}'", message), path=path, field=field)
     detail = message.splitlines()[0].rstrip(".")
     fields: list[str] = []
     while (prefix := _FAILED_FIELD.match(detail)) is not None:
@@ -61,7 +62,7 @@ def _error(message: str, path: str) -> ConfigError:
     if at is not None:
         field = at.group(1)
         detail = detail[: at.start()]
-    return ConfigError(detail.rstrip("."), path=path, field=field)
+    return ConfigError(with_hint(detail.rstrip("."), message), path=path, field=field)
 
 
 def _field(descriptor: Descriptor, key: str) -> FieldDescriptor | None:

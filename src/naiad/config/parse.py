@@ -15,6 +15,7 @@ from google.protobuf import text_format
 
 from naiad.config.errors import ConfigError
 from naiad.config.model_config_pb2 import ModelConfig
+from naiad.config.suggest import with_hint
 
 CONFIG_FILENAME = "config.pbtxt"
 
@@ -77,7 +78,7 @@ def _config_error(exc: text_format.ParseError, text: str, path: str) -> ConfigEr
     field = _field_from_message(message)
     if field is None and line_no is not None and column is not None:
         field = _field_before(text, line_no, column)
-    return ConfigError(message.rstrip("."), path=path, line=line_no, field=field)
+    return ConfigError(with_hint(message.rstrip(".")), path=path, line=line_no, field=field)
 
 
 def _field_from_message(message: str) -> str | None:

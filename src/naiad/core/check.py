@@ -1,47 +1,183 @@
-"""``naiad check``: validate a repository without loading any model.
+"""``naiad check``: find every problem of a repository without serving it.
 
-Triton has no such tool; users find broken configs at start-up.  Every
-problem is reported with its file and line, not only the first.
+Triton has no such tool; its users find broken configs at start-up, one
+problem at a time.  ``naiad check`` applies the server's own rules (the
+loader's config preparation and validation, the backend's model-file
+signature against the config, the version policy, duplicate model names)
+and reports every problem, each line starting with the file (and line,
+where known) it is about.  No model is executed; ONNX files are opened
+only to read their signature.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from naiad.backends.registry import BackendRegistry
+from naiad.config import ConfigError
+from naiad.config.validate_signature import validate_signature
 from naiad.core.errors import NaiadError
-from naiad.core.loader import ModelLoader
+from naiad.core.loader import ModelLoader, PreparedConfig
 from naiad.core.options import ServerOptions
 from naiad.core.registry import ModelRegistry
-from naiad.repository import scan
+from naiad.repository import ModelSource, scan, select_versions
+
+
+@dataclass
+class CheckReport:
+    """What ``naiad check`` found: one line per problem, and what it looked at."""
+
+    problems: list[str] = field(default_factory=list)
+    models: int = 0
+    repositories: int = 0
+
+    def add(self, line: str) -> None:
+        if line not in self.problems:  # the same problem of several versions, once
+            self.problems.append(line)
+
+    def summary(self) -> str:
+        """``checked 3 models in 1 repository: 2 problems``."""
+        count = len(self.problems)
+        found = f"{_plural(count, 'problem')}" if count else "no problems found"
+        return (
+            f"checked {_plural(self.models, 'model')} in "
+            f"{_plural(self.repositories, 'repository', 'repositories')}: {found}"
+        )
 
 
 def check_repositories(
     repositories: list[Path], *, disable_auto_complete_config: bool = False
-) -> list[str]:
-    """Problems found, one line each (empty when the repositories are fine)."""
-    problems: list[str] = []
+) -> CheckReport:
+    """Check every model folder of ``repositories`` as the server would load it."""
+    report = CheckReport(repositories=len(repositories))
     for repo in repositories:
         if not repo.is_dir():
-            problems.append(f"{repo}: model repository not found")
+            report.add(f"{repo}: model repository not found")
     found = scan([r for r in repositories if r.is_dir()])
+    sources = list(found.models.values())
     for name, paths in found.duplicates.items():
-        problems.append(
-            f"{name}: model appears in several repositories: " + ", ".join(str(p) for p in paths)
+        report.add(
+            f"{paths[0]}: model '{name}' appears in several repositories "
+            f"({', '.join(str(p.parent) for p in paths)}); the server refuses to load it"
         )
-    options = ServerOptions(
-        model_repositories=tuple(repositories),
-        disable_auto_complete_config=disable_auto_complete_config,
-    )
-    loader = ModelLoader(ModelRegistry(), BackendRegistry(), options)
-    for name, source in sorted(found.models.items()):
+        sources += [ModelSource(name, path, path.parent) for path in paths]
+    checker = _ModelChecker(disable_auto_complete_config, report)
+    for source in sorted(sources, key=lambda s: (s.name, str(s.path))):
+        report.models += 1
+        checker.check(source)
+    return report
+
+
+class _ModelChecker:
+    def __init__(self, disable_auto_complete_config: bool, report: CheckReport) -> None:
+        self.report = report
+        backends = BackendRegistry()
+        options = ServerOptions(disable_auto_complete_config=disable_auto_complete_config)
+        self.loader = ModelLoader(ModelRegistry(), backends, options)
+        # Finds the backend and model files when auto-complete itself fails.
+        plain = ServerOptions(disable_auto_complete_config=True)
+        self.plain_loader = ModelLoader(ModelRegistry(), backends, plain)
+
+    def check(self, source: ModelSource) -> None:
         if not source.versions():
-            problems.append(f"{source.path}: model '{name}' has no version folder")
+            self.report.add(f"{source.path}: model '{source.name}' has no version folder")
+        prepared = self.prepare(source)
+        if prepared is None:
+            return
+        problems = self.loader.config_problems(prepared)
+        for problem in problems:
+            self.report.add(_line(source, problem))
+        reported = {p.field for p in problems if isinstance(p, ConfigError) and p.field}
+        self.check_versions(source, prepared, reported)
+
+    def prepare(self, source: ModelSource) -> PreparedConfig | None:
+        """The completed config; None (with the problem reported) when there is none."""
         try:
-            loader.prepare_config(source)
+            return self.loader.complete_config(source)
+        except ConfigError as exc:  # a config that does not parse stops here
+            self.report.add(_line(source, exc))
+            return None
         except NaiadError as exc:
-            details = getattr(exc, "problems", None) or [exc]
-            problems.extend(f"{name}: {p}" for p in details)
+            failure: NaiadError = exc
         except Exception as exc:  # report, don't crash the checker
-            problems.append(f"{name}: {type(exc).__name__}: {exc}")
-    return problems
+            self.report.add(f"{source.path}: {type(exc).__name__}: {exc}")
+            return None
+        # Auto-complete failed: a missing model file explains it better.
+        try:
+            plain = self.plain_loader.complete_config(source)
+        except Exception:
+            plain = None
+        if plain is None or not self.missing_files(source, plain):
+            self.report.add(_line(source, failure))
+        return None
+
+    def versions(self, source: ModelSource, prepared: PreparedConfig) -> list[int]:
+        """The versions the server would load (its version policy over the folders)."""
+        config = prepared.config
+        available = source.versions()
+        policy = config.version_policy
+        if policy.WhichOneof("policy_choice") == "specific":
+            for version in sorted(set(policy.specific.versions) - set(available)):
+                self.report.add(
+                    f"{source.path}: version {version} of model '{source.name}' specified by "
+                    "the version policy is not available"
+                )
+        return select_versions(policy, available)
+
+    def missing_files(self, source: ModelSource, prepared: PreparedConfig) -> list[int]:
+        """The versions to load that lack their model file (each reported)."""
+        backend = prepared.backend
+        if backend is None:
+            return []
+        missing = []
+        for version in self.versions(source, prepared):
+            path = backend.model_file(prepared.config, source.path, version)
+            if path is not None and not path.exists():
+                self.report.add(
+                    f"{path}: model file not found (model '{source.name}', version {version})"
+                )
+                missing.append(version)
+        return missing
+
+    def check_versions(
+        self, source: ModelSource, prepared: PreparedConfig, reported: set[str]
+    ) -> None:
+        """Each version's model file is there and agrees with the config.
+
+        A field the config validation already reported is not compared with
+        the model again, nor is anything when max_batch_size (which every
+        comparison depends on) is invalid: that would only repeat the problem.
+        """
+        backend = prepared.backend
+        if backend is None:
+            return
+        missing = set(self.missing_files(source, prepared))
+        versions = [v for v in self.versions(source, prepared) if v not in missing]
+        for version in versions:
+            try:
+                signature = backend.model_signature(prepared.config, source.path, version)
+            except NaiadError as exc:
+                self.report.add(_line(source, exc))
+                continue
+            if signature is None or "max_batch_size" in reported:
+                continue
+            problems = validate_signature(prepared.config, signature)
+            problems.items = [
+                (f, f"version {version}: {d}" if len(versions) > 1 else d)
+                for f, d in problems.items
+                if f not in reported
+            ]
+            for error in problems.errors(prepared.path, prepared.text):
+                self.report.add(str(error))
+
+
+def _line(source: ModelSource, error: NaiadError) -> str:
+    """A problem as a line that starts with its file (a config error names its own)."""
+    if isinstance(error, ConfigError) and error.path:
+        return str(error)
+    return f"{source.path}: {error.message}"
+
+
+def _plural(count: int, singular: str, plural: str | None = None) -> str:
+    return f"{count} {singular if count == 1 else plural or singular + 's'}"

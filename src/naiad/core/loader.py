@@ -12,11 +12,12 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from naiad import config as cfg
-from naiad.backends.base import InstanceSpec, LoadContext
+from naiad.backends.base import Backend, InstanceSpec, LoadContext
 from naiad.config import model_config_pb2 as pb
 from naiad.core.errors import NaiadError
 from naiad.core.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
@@ -36,6 +37,17 @@ if TYPE_CHECKING:
 log = logging.getLogger("naiad")
 
 _KIND_NAMES = {"KIND_CPU": "CPU", "KIND_GPU": "GPU", "KIND_MODEL": "MODEL", "KIND_AUTO": "CPU"}
+
+
+@dataclass
+class PreparedConfig:
+    """A completed config with where it came from (for errors with file and line)."""
+
+    config: ModelConfig
+    model_dir: Path
+    path: str  # the model's config.pbtxt (whether or not it exists)
+    text: str | None  # its content, when the config was read from it
+    backend: Backend | None  # None for ensembles
 
 
 def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
@@ -102,6 +114,20 @@ class ModelLoader:
         self, source: ModelSource, override: ModelConfig | None = None
     ) -> ModelConfig:
         """The effective config of a model: read, filled, auto-completed, normalised, valid."""
+        prepared = self.complete_config(source, override)
+        problems = self.config_problems(prepared)
+        if problems:
+            raise problems[0]
+        return prepared.config
+
+    def complete_config(
+        self, source: ModelSource, override: ModelConfig | None = None
+    ) -> PreparedConfig:
+        """A model's config read, filled, auto-completed and normalised, not yet validated.
+
+        Raises for what stops a config before validation: a file that does
+        not parse, a backend that cannot be found or auto-complete failing.
+        """
         versions = source.versions()
         first = versions[0] if versions else None
         text: str | None = None
@@ -134,10 +160,20 @@ class ModelLoader:
             preferred_kind=backend.preferred_instance_kind() if backend else "KIND_CPU",
             default_cpu_count=backend.default_cpu_instance_count() if backend else 1,
         )
-        cfg.validate(config, path=path, text=text, gpus=self.options.gpus)
-        if backend is not None:
-            backend.validate(config, source.path)
-        return config
+        return PreparedConfig(config, source.path, path, text, backend)
+
+    def config_problems(self, prepared: PreparedConfig) -> list[NaiadError]:
+        """Every rule a completed config breaks (Triton's, then its backend's)."""
+        config = prepared.config
+        problems: list[NaiadError] = list(
+            cfg.validate_all(config, path=prepared.path, text=prepared.text, gpus=self.options.gpus)
+        )
+        if prepared.backend is not None:
+            try:
+                prepared.backend.validate(config, prepared.model_dir)
+            except NaiadError as exc:
+                problems.append(exc)
+        return problems
 
     # -- load / unload -------------------------------------------------------
 
