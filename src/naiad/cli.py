@@ -181,14 +181,14 @@ def _http_limit_flags(serve: argparse.ArgumentParser) -> None:
         limits.add_argument(
             flag, type=int, default=default, metavar=unit, help=f"{text}; default {default}"
         )
-    for flag, default, text in (
+    for flag, seconds, text in (
         ("--http-header-timeout-secs", 60.0, "for a whole request head to arrive (408)"),
         ("--http-body-timeout-secs", 60.0, "between two reads of a request body (408)"),
         ("--http-keepalive-timeout-secs", 75.0, "an idle keep-alive connection is kept"),
     ):
         limits.add_argument(
-            flag, type=float, default=default, metavar="SECS",
-            help=f"seconds {text}; 0 = no limit; default {default:g}",
+            flag, type=float, default=seconds, metavar="SECS",
+            help=f"seconds {text}; 0 = no limit; default {seconds:g}",
         )  # fmt: skip
 
 

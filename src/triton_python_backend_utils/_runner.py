@@ -37,7 +37,7 @@ def python_error_text(exc: BaseException) -> str:
     Triton lists the frames below its call into Python: not the caller's
     (the server's own, in thread mode), nor this package's or importlib's.
     """
-    entries = traceback.extract_tb(exc.__traceback__)
+    entries: list[traceback.FrameSummary] = list(traceback.extract_tb(exc.__traceback__))
     dirs = [os.path.dirname(os.path.abspath(e.filename)) for e in entries]
     if _HERE in dirs:
         start = dirs.index(_HERE)

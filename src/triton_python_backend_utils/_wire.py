@@ -85,6 +85,8 @@ def put_tensor(
         from triton_python_backend_utils._dtypes import serialize_byte_tensor
 
         raw = serialize_byte_tensor(array) if array.size else b""
+        if not isinstance(raw, bytes):  # only a non-bytes dtype gives None
+            raise TypeError(f"tensor '{name}' is TYPE_STRING but holds {array.dtype}")
         if len(raw) <= INLINE_MAX:
             return [name, dtype, shape, raw], None
         src = np.frombuffer(raw, dtype=np.uint8)

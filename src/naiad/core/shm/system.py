@@ -102,7 +102,7 @@ class SystemRegion(Region):
     def write(self, offset: int, array: np.ndarray) -> None:
         if array.size == 0:
             return
-        data = memoryview(np.ascontiguousarray(array)).cast("B")
+        data = memoryview(np.ascontiguousarray(array).reshape(-1).view(np.uint8).data)
         position = self.offset + offset
         with self._io:
             fd = self._open_fd()
