@@ -80,8 +80,7 @@ def test_a_wrong_datatype_or_name_is_refused_with_the_models_names(repo, serve):
         "TYPE_FP32 for input 'INPUT0', model provides TYPE_INT32"
     )
     assert failed["names version 1"] == (
-        "Invalid argument: unexpected inference input 'INPUT_1', allowed inputs are: "
-        "INPUT0, INPUT1"
+        "Invalid argument: unexpected inference input 'INPUT_1', allowed inputs are: INPUT0, INPUT1"
     )
 
 
