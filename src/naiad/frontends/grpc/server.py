@@ -23,6 +23,7 @@ from naiad.frontends.grpc import handlers, health
 from naiad.frontends.grpc.http2.connection import Connection
 from naiad.frontends.grpc.http2.limits import MAX_FRAME, Limits
 from naiad.frontends.grpc.http2.server import Http2Server
+from naiad.frontends.grpc.lenient import lenient
 from naiad.frontends.grpc.restricted import parse_restricted
 from naiad.frontends.listener import tls_context
 
@@ -181,7 +182,7 @@ async def _start_grpcio(
 ) -> GrpcFrontend:
     server = grpc.aio.server(options=channel_options(options))
     for name, table in services.items():
-        server.add_registered_method_handlers(name, table)
+        server.add_registered_method_handlers(name, lenient(table))
     target = _target(options.grpc_address, options.grpc_port)
     creds = credentials(options)
     if creds is None:

@@ -121,6 +121,9 @@ class _Stream:
                 self._start(msg)  # type: ignore[arg-type]
         except asyncio.CancelledError:
             raise
+        except NaiadError as exc:  # the client sent what is not a request: the stream's status
+            if self.failure is None:
+                self.failure = exc
         except Exception:  # the call broke under us; run() sees the cancellation
             log.debug("ModelStreamInfer read failed", exc_info=True)
         finally:
