@@ -260,20 +260,26 @@ output [{ name: "OUT" data_type: TYPE_FP32 dims: [1] }]
 """
 
 
+@pytest.mark.parametrize("bound", ["requests", "bytes"])
 def test_a_stream_is_read_only_as_fast_as_its_requests_are_answered(
-    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch, bound: str
 ) -> None:
-    """Past MAX_IN_FLIGHT requests the stream stops reading and its window stays shut."""
+    """Past MAX_IN_FLIGHT requests, or past the receive buffer's worth of request bytes,
+    the stream stops reading and its window stays shut."""
     from naiad.frontends.grpc import stream as stream_module
     from naiad.frontends.grpc.http2.limits import STREAM_WINDOW
 
-    monkeypatch.setattr(stream_module, "MAX_IN_FLIGHT", 2)
     gate = tmp_path / "gate"
     model = tmp_path / "models" / "gated"
     (model / "1").mkdir(parents=True)
     (model / "1" / "model.py").write_text(GATED_MODEL.format(gate=str(gate)))
     (model / "config.pbtxt").write_text(GATED_CONFIG)
-    server = serve(tmp_path / "models", grpc=True)
+    if bound == "requests":
+        monkeypatch.setattr(stream_module, "MAX_IN_FLIGHT", 2)
+        server = serve(tmp_path / "models", grpc=True)
+    else:  # a receive buffer of one 64 KiB message: four requests of 16 KiB
+        server = serve(tmp_path / "models", grpc=True, grpc_max_receive_message_size=1 << 16,
+                       grpc_max_receive_buffer_size=0)  # fmt: skip
 
     request = pb.ModelInferRequest(model_name="gated")
     request.inputs.add(name="IN", datatype="FP32", shape=[1 << 12])

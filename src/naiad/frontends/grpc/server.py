@@ -142,7 +142,8 @@ def method_handlers(
     restricted = parse_restricted(options.grpc_restricted_protocol)
     pattern = options.grpc_header_forward_pattern
     forward = re.compile(pattern, re.IGNORECASE) if pattern else None
-    return handlers.build(dataplane, restricted, forward)
+    stream_bytes = Limits.of(options).receive_buffer  # at least one message
+    return handlers.build(dataplane, restricted, forward, stream_bytes)
 
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
