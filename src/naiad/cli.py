@@ -170,7 +170,7 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
         ("--grpc-max-receive-buffer-size", 256 * 1024 * 1024, "BYTES",
          "request bytes one connection may hold beyond its stream windows"),
         ("--grpc-handshake-timeout", 20_000, "MS", "time a new connection has for its preface"),
-        ("--grpc-max-connection-idle", 0, "MS", "close a connection idle this long; 0: never"),
+        ("--grpc-max-connection-idle", 0, "MS", "GOAWAY a connection without calls this long; 0: never"),
         ("--grpc-send-timeout", 60_000, "MS",
          "reset an rpc whose client takes none of its response this long; 0: never"),
     ):  # fmt: skip

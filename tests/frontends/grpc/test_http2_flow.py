@@ -28,7 +28,7 @@ class FakeCall:
     def __init__(self, stream_id: int) -> None:
         self.stream_id = stream_id
         self.recv_window = STREAM_WINDOW
-        self.recv_unacked = self.reserved = self.extension = 0
+        self.recv_unacked = self.extension = 0
         self.waiting = self.remote_closed = self.finished = False
         self.buffer = bytearray()
         self.messages: deque[tuple[Any, int, int]] = deque()
@@ -72,9 +72,9 @@ def test_a_large_message_borrows_from_the_receive_buffer_in_turn() -> None:
         receiver.extend(call)
     assert updates(written) == [(1, 1500)]  # the first borrows the rest; 500 are left
     assert second.waiting and not first.waiting
-    assert first.reserved == first.extension == 1500
+    assert first.extension == 1500
     written.clear()
     receiver.end(first)  # its call is over: what it held and borrowed comes back
     assert (3, 1500) in updates(written)
-    assert second.reserved == 1500 and not second.waiting
+    assert second.extension == 1500 and not second.waiting
     assert receiver.free == 2000 - 1500

@@ -102,12 +102,17 @@ class _Abort(Exception):
         self.details = details
 
 
+#: Empty, shared by the calls that never queue or gather anything (never added to): most
+#: calls need no deque or bytearray of their own.
+_NOTHING: Any = ()
+
+
 class Call:
     """An rpc: request messages in, response messages and a status out."""
 
     __slots__ = (
         "conn", "stream_id", "handler", "head", "streaming", "send_window", "recv_window",
-        "recv_unacked", "reserved", "extension", "waiting", "pending", "stalled", "trailers",
+        "recv_unacked", "extension", "waiting", "pending", "stalled", "trailers",
         "drained", "headers_sent", "remote_closed", "finished", "expired", "task", "timer",
         "buffer", "messages", "waiter", "compress",
     )  # fmt: skip
@@ -131,10 +136,10 @@ class Call:
         # consumed but not yet granted back, and the receive buffer's loans to this call.
         self.recv_window = recv_window
         self.recv_unacked = 0
-        self.reserved = 0  # all of this call's loans
-        self.extension = 0  # the loan for the message being received
+        self.extension = 0  # the loan for the message being received (unary: until the end)
         self.waiting = False  # in the queue for a loan
-        self.pending: deque[memoryview | bytes] = deque()  # DATA held back by flow control
+        #: DATA held back by flow control; a deque once any is (most calls never need one)
+        self.pending: deque[memoryview | bytes] = _NOTHING
         self.stalled = 0.0  # since when ``pending`` waits for the client (loop time)
         self.trailers: bytes | None = None  # sent once ``pending`` drains
         self.drained: asyncio.Future[None] | None = None
@@ -144,9 +149,9 @@ class Call:
         self.expired = False
         self.task: Started | None = None  # the handler, while it waits
         self.timer: asyncio.TimerHandle | None = None
-        self.buffer = bytearray()
+        self.buffer: bytearray = _NOTHING  # a message spread over frames (once there is one)
         #: streaming: (message, its size on the wire, the loan it holds) until read
-        self.messages: deque[tuple[Any, int, int]] = deque()
+        self.messages: deque[tuple[Any, int, int]] = deque() if self.streaming else _NOTHING
         self.waiter: asyncio.Future[None] | None = None
         self.compress: Callable[[bytes], bytes] | None = None
 
@@ -162,26 +167,30 @@ class Call:
     def data(self, payload: memoryview, end_stream: bool) -> None:
         """A DATA frame's payload: deframe the gRPC messages in it."""
         if self.finished:
+            self.conn.receiver.taken(len(payload))  # answered already: the rest is void
             return
         if end_stream:
             self.remote_closed = True  # before the handler can answer (eagerly, within this call)
         buffer = self.buffer
-        if self.task is not None and not self.streaming:
-            self.conn.receiver.taken(len(payload))  # a unary call has its message: the rest is void
-        elif (
+        if (
             not buffer
             and len(payload) >= 5
-            and int.from_bytes(payload[1:5], "big") + 5 == len(payload)
+            and int.from_bytes(payload[1:5], "big") + 5 == len(payload) <= self.conn.fast_max
         ):
             self._message(payload[0], payload[5:], len(payload))  # the common case
+        elif self.task is not None and not self.streaming:
+            self.conn.receiver.taken(len(payload))  # a unary call has its message: the rest is void
         else:
+            if buffer is _NOTHING:
+                buffer = self.buffer = bytearray()
             buffer += payload
             while len(buffer) >= 5:
                 size = int.from_bytes(buffer[1:5], "big") + 5
+                if size - 5 > self.conn.max_message:
+                    self._too_large(size)  # said as soon as its length is known
+                    break
                 if len(buffer) < size:
-                    if size - 5 > self.conn.limits.max_message:
-                        self._too_large(size)  # said as soon as its length is known
-                    elif size - len(buffer) > self.recv_window and not self.waiting:
+                    if size - len(buffer) > self.recv_window and not self.waiting:
                         self.conn.receiver.extend(self)  # it cannot arrive whole otherwise
                     break
                 with memoryview(buffer) as view:
@@ -208,20 +217,17 @@ class Call:
         return int.from_bytes(buffer[1:5], "big") + 5 - len(buffer) - self.recv_window
 
     def _too_large(self, size: int) -> None:
-        limit = self.conn.limits.max_message
+        limit = self.conn.max_message
         self.finish(  # grpc core's words
             grpc.StatusCode.RESOURCE_EXHAUSTED,
             f"Received message larger than max ({size - 5} vs. {limit})",
         )
 
     def _message(self, compressed: int, raw: memoryview | bytes, size: int) -> None:
-        """One request message; ``size``: its bytes on the wire, granted once it is consumed."""
-        limit = self.conn.limits.max_message
-        if size - 5 > limit:
-            self.conn.receiver.taken(size)
-            self._too_large(size)
-            return
+        """One request message (within the size limit); ``size``: its bytes on the wire,
+        granted back once it is consumed."""
         if compressed:
+            limit = self.conn.max_message
             encoding = self.head.encoding
             if encoding not in _WBITS:
                 self._fail(size, grpc.StatusCode.UNIMPLEMENTED,
@@ -250,9 +256,14 @@ class Call:
             self.messages.append((message, size, self.extension))
             self.extension = 0
             self._wake()
-        elif self.task is None:
-            self.conn.receiver.taken(size)  # the handler has it: the connection may resend
-            self.task = start_eagerly(self.conn.loop, self._run(message))
+        else:
+            # The handler has it: the client may send that much again (Receiver.taken, inlined).
+            receiver = self.conn.receiver
+            receiver.unacked += size
+            if receiver.window < receiver.half:
+                receiver.update()
+            if self.task is None:  # (a second message of a unary call is void)
+                self.task = start_eagerly(self.conn.loop, self._run(message))
 
     def _fail(self, size: int, code: grpc.StatusCode, details: str) -> None:
         """A message of ``size`` bytes that no handler gets: end the rpc with a status."""
@@ -263,7 +274,7 @@ class Call:
         """The client reset the stream (cancel, deadline) or the connection went away."""
         self.finished = True
         self.conn.receiver.end(self)
-        self.pending.clear()
+        self.pending = _NOTHING
         self._wake()
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
@@ -392,7 +403,7 @@ class Call:
         if self.finished:
             return
         self.finished = True
-        if self.reserved or self.buffer or self.messages:
+        if self.extension or self.buffer or self.messages:
             self.conn.receiver.end(self)
         prefix = self._headers()
         self.conn.send(self, prefix, self._frame(payload), self._trailers(grpc.StatusCode.OK, ""))
@@ -402,7 +413,7 @@ class Call:
         if self.finished:
             return
         self.finished = True
-        if self.reserved or self.buffer or self.messages:
+        if self.extension or self.buffer or self.messages:
             self.conn.receiver.end(self)
         if self.timer is not None:
             self.timer.cancel()

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections import deque
 from typing import TYPE_CHECKING
 
 import grpc
@@ -73,6 +74,11 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.ping_strikes = 0
         self.timers = Timers(self)
+        self.max_message = limits.max_message
+        self.fast_max = limits.max_message + 5  # a whole message in one frame, up to this
+        self.max_streams = limits.max_streams
+        self.max_header_list = limits.max_header_list
+        self.stream_window = limits.stream_window
 
     # -- transport events -----------------------------------------------------------------
 
@@ -142,9 +148,12 @@ class Connection(asyncio.Protocol):
                 self.preface = False
                 pos = len(wire.PREFACE)
             end = len(data)
-            while end - pos >= 9 and not self.closed:
+            max_frame = MAX_FRAME
+            # A frame that fails the connection makes later writes no-ops; the rest of this
+            # chunk is read for nothing, and data_received reads nothing more.
+            while end - pos >= 9:
                 length = int.from_bytes(view[pos : pos + 3], "big")
-                if length > MAX_FRAME:  # said before its payload is gathered
+                if length > max_frame:  # said before its payload is gathered
                     raise ProtocolError(wire.FRAME_SIZE_ERROR, f"frame of {length} octets")
                 if end - pos - 9 < length:
                     break
@@ -159,12 +168,12 @@ class Connection(asyncio.Protocol):
                 if kind == wire.DATA:
                     self._data(stream, flags, payload, length)
                 elif kind == wire.HEADERS:
-                    block = self.blocks.headers(stream, flags, payload)
-                    if block is not None:
+                    if flags & 0x2C == wire.END_HEADERS:  # whole, no padding or priority
+                        self._request(stream, bytes(payload), bool(flags & wire.END_STREAM))
+                    elif block := self.blocks.headers(stream, flags, payload):
                         self._request(stream, *block)
                 elif kind == wire.CONTINUATION:
-                    block = self.blocks.continuation(stream, flags, payload)
-                    if block is not None:
+                    if block := self.blocks.continuation(stream, flags, payload):
                         self._request(stream, *block)
                 elif kind == wire.WINDOW_UPDATE:
                     self._window_update(stream, payload)
@@ -198,10 +207,11 @@ class Connection(asyncio.Protocol):
 
     def _data(self, stream: int, flags: int, payload: memoryview, length: int) -> None:
         receiver = self.receiver
-        if not receiver.arrived(length):
+        receiver.window -= length  # Receiver.arrived, inlined: this runs for every DATA frame
+        if receiver.window < receiver.half and not receiver.low():
             raise ProtocolError(wire.FLOW_CONTROL_ERROR, "DATA past the connection's window")
         call = self.streams.get(stream)
-        if call is None or call.remote_closed or call.finished:
+        if call is None or call.remote_closed:  # (a finished call discards in Call.data)
             if call is None and (stream > self.last_stream or stream == 0):
                 raise ProtocolError(wire.PROTOCOL_ERROR, f"DATA on idle stream {stream}")
             receiver.taken(length)  # a stream this side ended; its client has not heard yet
@@ -231,38 +241,38 @@ class Connection(asyncio.Protocol):
         if stream <= self.last_stream:
             return  # trailers of a stream this side reset or refused: nothing to answer
         self.last_stream = stream
-        limits = self.limits
-        if self.going_away or len(self.streams) >= limits.max_streams:
+        if self.going_away or len(self.streams) >= self.max_streams:
             self.write(wire.rst_stream(stream, wire.REFUSED_STREAM))
             if not self.going_away and not self.resets.take():
                 raise ProtocolError(wire.ENHANCE_YOUR_CALM, "too many refused streams")
             return
         handler = self.handlers.get(head.path)
-        call = Call(self, stream, handler, head, self.initial_send_window, limits.stream_window)
+        call = Call(self, stream, handler, head, self.initial_send_window, self.stream_window)
         self.streams[stream] = call
-        if self.timers.idle is not None:
-            self.timers.idle_since = 0.0
-        if head.size > limits.max_header_list:
-            call.remote_closed = end_stream
-            call.finish(  # grpc core's words
-                grpc.StatusCode.RESOURCE_EXHAUSTED,
-                f"received metadata size exceeds hard limit ({head.size} vs. "
-                f"{limits.max_header_list})",
-            )
-            return
-        if handler is None:
-            call.remote_closed = end_stream
-            call.finish(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+        if handler is None or head.size > self.max_header_list:
+            self._refuse(call, end_stream)
             return
         call.start(self.loop)
         if end_stream:
             call.data(memoryview(b""), True)
 
+    def _refuse(self, call: Call, end_stream: bool) -> None:
+        """Answer a call no handler gets: metadata over the limit, or an unknown method."""
+        call.remote_closed = end_stream
+        if call.head.size > self.max_header_list:
+            call.finish(  # grpc core's words
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"received metadata size exceeds hard limit ({call.head.size} vs. "
+                f"{self.max_header_list})",
+            )
+        else:
+            call.finish(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+
     def _rst_stream(self, stream: int) -> None:
         call = self.streams.pop(stream, None)
         if call is None:
             return
-        self._removed(call)
+        self.blocked.pop(stream, None)
         working = not call.finished
         call.reset()
         # Rapid reset (CVE-2023-44487): each stream the client opens and cancels while its
@@ -275,13 +285,8 @@ class Connection(asyncio.Protocol):
         self.write(wire.rst_stream(call.stream_id, code))
         call.remote_closed = True
         if self.streams.pop(call.stream_id, None) is not None:
-            self._removed(call)
+            self.blocked.pop(call.stream_id, None)
         call.reset()
-
-    def _removed(self, call: Call) -> None:
-        self.blocked.pop(call.stream_id, None)
-        if self.timers.idle is not None and not self.streams:
-            self.timers.idle_since = self.loop.time()
 
     def _window_update(self, stream: int, payload: memoryview) -> None:
         if len(payload) != 4:
@@ -372,6 +377,8 @@ class Connection(asyncio.Protocol):
             ):
                 if prefix and not self.closed:
                     self.transport.write(prefix)  # type: ignore[union-attr]
+                if not call.pending:
+                    call.pending = deque()
                 call.pending.append(memoryview(data))
                 call.trailers = trailers
                 self._flush(call)
@@ -441,8 +448,6 @@ class Connection(asyncio.Protocol):
     def _forget(self, call: Call) -> None:
         if self.streams.get(call.stream_id) is call:
             del self.streams[call.stream_id]
-            if self.timers.idle is not None and not self.streams:
-                self.timers.idle_since = self.loop.time()
         self.blocked.pop(call.stream_id, None)
         if self.going_away:
             self.close_if_idle()

@@ -7,7 +7,8 @@ call's messages as its handler reads them.  A message larger than the window
 the stream has left cannot arrive whole that way, so the connection's
 receive buffer lends it the difference (an *extension*), all at once and in
 arrival order of the requests for it; a unary call keeps its extension until
-it ends, a streaming call gives each one back as that message is read.  So
+it ends (its ``extension``), a streaming call gives each one back as that
+message is read (each queued message carries its own).  So
 one connection holds at most every stream's window plus the receive buffer,
 and that sum is the connection's own window, which is likewise granted back
 only as bytes are consumed or thrown away: a client that sends past either
@@ -48,21 +49,33 @@ class Receiver:
     # -- the connection's window ------------------------------------------------------
 
     def arrived(self, length: int) -> bool:
-        """A DATA frame of ``length`` bytes; False if the client had no window for it."""
+        """A DATA frame of ``length`` bytes; False if the client had no window for it.
+        (The connection inlines the common case: ``window -= length``, then this only
+        when the window is below half.)"""
         self.window -= length
+        return self.low()
+
+    def low(self) -> bool:
+        """The client's window fell below half: grant back what is consumed; False if the
+        window is overrun."""
         if self.window < 0:
             return False
-        if self.unacked and self.window < self.half:
-            self._update()
+        if self.unacked:
+            self.update()
         return True
 
     def taken(self, length: int) -> None:
-        """``length`` bytes that arrived are consumed or thrown away: the client may resend."""
-        self.unacked += length
-        if self.unacked >= self.half or self.window < self.half:
-            self._update()
+        """``length`` bytes that arrived are consumed or thrown away: the client may resend.
 
-    def _update(self) -> None:
+        Granted back once the client's window is below half: ``window`` is the connection
+        window less what is held and what is unacknowledged, so a large ``unacked`` means
+        a small window, and a window above half means there is no hurry."""
+        self.unacked += length
+        if self.window < self.half:
+            self.update()
+
+    def update(self) -> None:
+        """WINDOW_UPDATE the connection by what was consumed since the last one."""
         self.write(wire.window_update(0, self.unacked))
         self.window += self.unacked
         self.unacked = 0
@@ -85,7 +98,6 @@ class Receiver:
         """A streaming call's handler read a message of ``size`` bytes on the wire."""
         self.taken(size)
         if extension:
-            call.reserved -= extension
             self.free += extension
             self._lend()
         self.grant(call, size - extension)
@@ -106,16 +118,18 @@ class Receiver:
     def end(self, call: Call) -> None:
         """``call`` receives nothing more: what it holds and what it borrowed come back."""
         left = len(call.buffer)
+        lent = call.extension
         if left:
             del call.buffer[:]
         if call.messages:
             left += sum(size for _, size, _ in call.messages)
+            lent += sum(extension for _, _, extension in call.messages)
             call.messages.clear()
         if left:
             self.taken(left)
-        if call.reserved:
-            self.free += call.reserved
-            call.reserved = 0
+        if lent:
+            self.free += lent
+            call.extension = 0
             self._lend()
 
     def _loan(self, call: Call) -> bool:
@@ -124,7 +138,6 @@ class Receiver:
             return False
         if need > 0:
             self.free -= need
-            call.reserved += need
             call.extension += need
             call.recv_window += need
             self.write(wire.window_update(call.stream_id, need))

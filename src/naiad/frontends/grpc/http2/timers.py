@@ -41,7 +41,8 @@ class Timers:
         self.ping_timeout: asyncio.TimerHandle | None = None
         self.handshake: asyncio.TimerHandle | None = None  # until the peer's first SETTINGS
         self.idle: asyncio.TimerHandle | None = None
-        self.idle_since = 0.0  # 0 while the connection has calls
+        self.idle_ticks = 0  # ticks the connection had no calls in a row
+        self.idle_mark = 0  # its last stream id at the previous tick
         self.stall_check: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
@@ -118,8 +119,8 @@ class Timers:
         self.handshake.cancel()
         self.handshake = None
         if self.limits.idle_timeout:
-            self.idle_since = self.loop.time()
-            self.idle = self.loop.call_later(self.limits.idle_timeout, self._check_idle)
+            self.idle_ticks = 1
+            self.idle = self.loop.call_later(self.limits.idle_timeout / 2, self._check_idle)
 
     def _handshake_expired(self) -> None:
         self.handshake = None
@@ -128,18 +129,29 @@ class Timers:
 
     def _check_idle(self) -> None:
         """--grpc-max-connection-idle: GOAWAY a connection without calls that long (grpc
-        core's ``max_connection_idle``; its clients reconnect on their next call)."""
+        core's ``max_connection_idle``; its clients reconnect on their next call).
+
+        A tick every half period, so the calls themselves pay nothing: a tick without calls
+        and without a new stream since the last one extends the idle run; one that finds
+        the last call ended since (a new stream id) starts it.  Three ticks in a run are at
+        least the period apart: the GOAWAY comes after 1 to 1.5 periods without calls."""
         conn = self.conn
-        timeout = self.limits.idle_timeout
-        since = self.idle_since
-        idle = self.loop.time() - since if since and not conn.streams else 0.0
-        if idle >= timeout and not conn.closed:
+        if conn.closed:
+            return
+        if conn.streams:
+            self.idle_ticks = 0
+        elif conn.last_stream != self.idle_mark:
+            self.idle_ticks = 1
+        else:
+            self.idle_ticks += 1
+        self.idle_mark = conn.last_stream
+        if self.idle_ticks >= 3:
             self.idle = None
             conn.going_away = True
             conn.write(wire.goaway(conn.last_stream, wire.NO_ERROR, b"max_idle"))
             conn.close_if_idle()
             return
-        self.idle = self.loop.call_later(timeout - idle, self._check_idle)
+        self.idle = self.loop.call_later(self.limits.idle_timeout / 2, self._check_idle)
 
     # -- send timeout ---------------------------------------------------------------------------
 
