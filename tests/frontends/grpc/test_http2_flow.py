@@ -60,6 +60,8 @@ def test_the_connection_window_is_enforced_and_granted_back_as_bytes_are_taken()
     receiver.taken(100)
     assert updates(written) == [(0, 100)]  # below half: every consumed byte goes back
     assert receiver.arrived(100)
+    receiver.taken(0)  # nothing to grant: no WINDOW_UPDATE of 0
+    assert len(written) == 1
     assert not receiver.arrived(1)  # one octet past it
 
 

@@ -74,6 +74,7 @@ class Connection(asyncio.Protocol):
         self.closed = False
         self.ping_strikes = 0
         self.timers = Timers(self)
+        # Copied out of ``limits``: one attribute load fewer on the per-request path.
         self.max_message = limits.max_message
         self.fast_max = limits.max_message + 5  # a whole message in one frame, up to this
         self.max_streams = limits.max_streams

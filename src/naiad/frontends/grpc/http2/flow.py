@@ -76,6 +76,8 @@ class Receiver:
 
     def update(self) -> None:
         """WINDOW_UPDATE the connection by what was consumed since the last one."""
+        if not self.unacked:
+            return  # (an increment of 0 is a protocol error)
         self.write(wire.window_update(0, self.unacked))
         self.window += self.unacked
         self.unacked = 0
