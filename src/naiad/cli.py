@@ -165,6 +165,22 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
         default="naiad",
         help="naiad: HTTP/2 framed in the event loop (default, faster); grpcio: grpc.aio",
     )
+    # naiad's limits on what one client may make the server hold (docs/security.md).
+    for flag, default, metavar, what in (
+        ("--grpc-max-receive-message-size", 64 * 1024 * 1024, "BYTES",
+         "largest request message; a larger one is answered RESOURCE_EXHAUSTED"),
+        ("--grpc-max-concurrent-streams", 100, "N", "rpcs in progress on one connection"),
+        ("--grpc-max-header-list-size", 16 * 1024, "BYTES", "a request's metadata (header list)"),
+        ("--grpc-max-receive-buffer-size", 256 * 1024 * 1024, "BYTES",
+         "request bytes one connection may hold beyond its stream windows"),
+        ("--grpc-handshake-timeout", 20_000, "MS", "time a new connection has for its preface"),
+        ("--grpc-max-connection-idle", 0, "MS", "GOAWAY a connection without calls this long; 0: never"),
+        ("--grpc-send-timeout", 60_000, "MS",
+         "reset an rpc whose client takes none of its response this long; 0: never"),
+    ):  # fmt: skip
+        serve.add_argument(
+            flag, type=int, default=default, metavar=metavar, help=f"{what} (default: {default})"
+        )
 
 
 def _http_limit_flags(serve: argparse.ArgumentParser) -> None:
@@ -411,6 +427,13 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
         grpc_restricted_protocol=tuple(args.grpc_restricted_protocol),
         grpc_header_forward_pattern=args.grpc_header_forward_pattern,
         grpc_transport=args.grpc_transport,
+        grpc_max_receive_message_size=args.grpc_max_receive_message_size,
+        grpc_max_concurrent_streams=args.grpc_max_concurrent_streams,
+        grpc_max_header_list_size=args.grpc_max_header_list_size,
+        grpc_max_receive_buffer_size=args.grpc_max_receive_buffer_size,
+        grpc_handshake_timeout_ms=args.grpc_handshake_timeout,
+        grpc_max_connection_idle_ms=args.grpc_max_connection_idle,
+        grpc_send_timeout_ms=args.grpc_send_timeout,
         metrics_address=args.metrics_address,
         metrics_port=args.metrics_port if args.allow_metrics else -1,
         allow_http=args.allow_http,

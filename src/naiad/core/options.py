@@ -68,6 +68,17 @@ class ServerOptions:
     grpc_header_forward_pattern: str = ""
     #: naiad (HTTP/2 framed in the event loop) | grpcio (grpc.aio)
     grpc_transport: str = "naiad"
+    # gRPC limits (naiad's; docs/security.md "gRPC (HTTP/2)"): the largest request
+    # message, streams and header list per connection, request bytes one connection
+    # may hold beyond its stream windows, and timeouts (0 = none) for the preface,
+    # for a connection without calls and for a peer that takes no response data.
+    grpc_max_receive_message_size: int = 64 * 1024 * 1024
+    grpc_max_concurrent_streams: int = 100
+    grpc_max_header_list_size: int = 16 * 1024
+    grpc_max_receive_buffer_size: int = 256 * 1024 * 1024
+    grpc_handshake_timeout_ms: int = 20_000
+    grpc_max_connection_idle_ms: int = 0
+    grpc_send_timeout_ms: int = 60_000
     metrics_address: str | None = None
     metrics_port: int = 8002
     allow_http: bool = True

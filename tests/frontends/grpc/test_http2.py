@@ -16,89 +16,25 @@ from pathlib import Path
 from typing import Any
 
 import grpc
-import hpack
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.grpc.aio as aiogrpcclient
 
+from frontends.grpc.h2client import (
+    DATA,
+    GOAWAY,
+    HEADERS,
+    PING,
+    PREFACE,
+    RST_STREAM,
+    SETTINGS,
+    WINDOW_UPDATE,
+    RawClient,
+    frame,
+)
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc import grpc_service_pb2_grpc as pb_grpc
-
-PREFACE = b"PRI * HTTP/2.0\r\n\r\nSM\r\n\r\n"
-DATA, HEADERS, RST_STREAM, SETTINGS, PING, GOAWAY, WINDOW_UPDATE = 0, 1, 3, 4, 6, 7, 8
-
-
-def frame(kind: int, flags: int, stream: int, payload: bytes = b"") -> bytes:
-    return struct.pack(">I B I", (len(payload) << 8) | kind, flags, stream) + payload
-
-
-class RawClient:
-    """An HTTP/2 client on a bare socket that records every frame the server sends."""
-
-    def __init__(self, port: int, settings: bytes = b"") -> None:
-        self.sock = socket.create_connection(("127.0.0.1", port), timeout=10)
-        self.encoder = hpack.Encoder()
-        self.decoder = hpack.Decoder()
-        self.buffer = b""
-        self.sock.sendall(PREFACE + frame(SETTINGS, 0, 0, settings))
-
-    def close(self) -> None:
-        self.sock.close()
-
-    def request(self, stream: int, method: str, message: bytes, end: bool = True) -> None:
-        block = self.encoder.encode(
-            [(":method", "POST"), (":scheme", "http"), (":authority", "localhost"),
-             (":path", f"/inference.GRPCInferenceService/{method}"),
-             ("content-type", "application/grpc"), ("te", "trailers")]
-        )  # fmt: skip
-        body = b"\x00" + len(message).to_bytes(4, "big") + message
-        self.sock.sendall(
-            frame(HEADERS, 0x4, stream, block) + frame(DATA, 0x1 if end else 0, stream, body)
-        )
-
-    def next_frame(self) -> tuple[int, int, int, bytes] | None:
-        """(type, flags, stream, payload); None when the server closed the connection."""
-        while True:
-            if len(self.buffer) >= 9:
-                length = int.from_bytes(self.buffer[:3], "big")
-                if len(self.buffer) >= 9 + length:
-                    kind, flags = self.buffer[3], self.buffer[4]
-                    stream = int.from_bytes(self.buffer[5:9], "big")
-                    payload = self.buffer[9 : 9 + length]
-                    self.buffer = self.buffer[9 + length :]
-                    return kind, flags, stream, payload
-            chunk = self.sock.recv(65536)
-            if not chunk:
-                return None
-            self.buffer += chunk
-
-    def until(self, kind: int, stream: int | None = None) -> tuple[int, int, int, bytes]:
-        while True:
-            got = self.next_frame()
-            assert got is not None, f"connection closed before a frame of type {kind}"
-            if got[0] == kind and (stream is None or got[2] == stream):
-                return got
-
-    def response(self, stream: int) -> tuple[dict[str, str], bytes, dict[str, str]]:
-        """Headers, the DATA bytes and the trailers of one stream's answer."""
-        headers: dict[str, str] = {}
-        data = b""
-        while True:
-            got = self.next_frame()
-            assert got is not None, "connection closed mid-response"
-            kind, flags, sid, payload = got
-            if sid != stream:
-                continue
-            if kind == HEADERS:
-                fields = dict(self.decoder.decode(payload))
-                if flags & 0x1:
-                    return headers, data, fields
-                headers = fields
-            elif kind == DATA:
-                data += payload
-                if flags & 0x1:
-                    return headers, data, {}
 
 
 @pytest.fixture
@@ -324,24 +260,30 @@ output [{ name: "OUT" data_type: TYPE_FP32 dims: [1] }]
 """
 
 
+@pytest.mark.parametrize("bound", ["requests", "bytes"])
 def test_a_stream_is_read_only_as_fast_as_its_requests_are_answered(
-    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch
+    tmp_path: Path, serve: Any, monkeypatch: pytest.MonkeyPatch, bound: str
 ) -> None:
-    """Past MAX_IN_FLIGHT requests the stream stops reading and its window stays shut."""
+    """Past MAX_IN_FLIGHT requests, or past the receive buffer's worth of request bytes,
+    the stream stops reading and its window stays shut."""
     from naiad.frontends.grpc import stream as stream_module
-    from naiad.frontends.grpc.http2.connection import STREAM_WINDOW
+    from naiad.frontends.grpc.http2.limits import STREAM_WINDOW
 
-    monkeypatch.setattr(stream_module, "MAX_IN_FLIGHT", 2)
     gate = tmp_path / "gate"
     model = tmp_path / "models" / "gated"
     (model / "1").mkdir(parents=True)
     (model / "1" / "model.py").write_text(GATED_MODEL.format(gate=str(gate)))
     (model / "config.pbtxt").write_text(GATED_CONFIG)
-    server = serve(tmp_path / "models", grpc=True)
+    if bound == "requests":
+        monkeypatch.setattr(stream_module, "MAX_IN_FLIGHT", 2)
+        server = serve(tmp_path / "models", grpc=True)
+    else:  # a receive buffer of one 64 KiB message: four requests of 16 KiB
+        server = serve(tmp_path / "models", grpc=True, grpc_max_receive_message_size=1 << 16,
+                       grpc_max_receive_buffer_size=0)  # fmt: skip
 
     request = pb.ModelInferRequest(model_name="gated")
-    request.inputs.add(name="IN", datatype="FP32", shape=[1 << 18])
-    request.raw_input_contents.append(bytes(1 << 20))  # 1 MiB of zeros
+    request.inputs.add(name="IN", datatype="FP32", shape=[1 << 12])
+    request.raw_input_contents.append(bytes(1 << 14))  # 16 KiB of zeros, well within the window
     body = request.SerializeToString()
     message = b"\x00" + len(body).to_bytes(4, "big") + body
     count = (STREAM_WINDOW - 1) // len(message)  # as many as the stream's window lets out

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import http.client
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -28,6 +30,21 @@ def test_health(client: httpclient.InferenceServerClient) -> None:
     assert client.is_model_ready("identity_fp32", "1")
     assert not client.is_model_ready("identity_fp32", "2")
     assert not client.is_model_ready("no_such_model")
+
+
+def test_model_ready_of_what_is_not_loaded_answers_as_triton(http_url: str) -> None:
+    # Triton 2.51: 400 and the same body for a version that is not loaded and for a model
+    # it does not know (checked against the reference server).
+    host, port = http_url.rsplit(":", 1)
+    for path in ("identity_fp32/versions/2", "no_such_model", "no_such_model/versions/3"):
+        conn = http.client.HTTPConnection(host, int(port), timeout=30)
+        try:
+            conn.request("GET", f"/v2/models/{path}/ready")
+            answer = conn.getresponse()
+            assert answer.status == 400
+            assert json.loads(answer.read()) == {"error": "Model version not ready"}
+        finally:
+            conn.close()
 
 
 def test_server_metadata(client: httpclient.InferenceServerClient) -> None:

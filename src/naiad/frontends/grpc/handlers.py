@@ -99,8 +99,10 @@ def build(
     dp: DataPlane,
     restricted: dict[str, Rule] | None = None,
     forward: re.Pattern[str] | None = None,
+    stream_bytes: int = 256 * 1024 * 1024,
 ) -> dict[str, grpc.RpcMethodHandler]:
-    """Every rpc of the service, ready for ``add_registered_method_handlers``."""
+    """Every rpc of the service, ready for ``add_registered_method_handlers``;
+    ``stream_bytes``: request bytes one ``ModelStreamInfer`` stream may have in the server."""
     restricted = restricted or {}
     table: dict[str, grpc.RpcMethodHandler] = {}
     for name, (func, request, response) in UNARY.items():
@@ -115,7 +117,7 @@ def build(
         response_serializer=pb.ModelInferResponse.SerializeToString,
     )
     table["ModelStreamInfer"] = grpc.stream_stream_rpc_method_handler(
-        _guard(ModelStreamInfer(dp, forward).rpc, restricted.get("inference")),
+        _guard(ModelStreamInfer(dp, forward, stream_bytes).rpc, restricted.get("inference")),
         request_deserializer=pb.ModelInferRequest.FromString,
         response_serializer=pb.ModelStreamInferResponse.SerializeToString,
     )

@@ -7,7 +7,8 @@ schedulers.  ``--grpc-transport grpcio`` serves the same method table with
 threads and the loop costs about four times the server CPU per request
 (``benchmarks/README.md``).  Options mirror Triton's (grpc.md §0, §10):
 keepalive, the HTTP/2 ping policy, response compression, TLS, SO_REUSEPORT
-only when asked; ``channel_options`` are the grpc core arguments for them.
+only when asked; ``channel_options`` are the grpc core arguments for them,
+and for naiad's limits (``docs/security.md``) where grpc core has them.
 """
 
 from __future__ import annotations
@@ -20,7 +21,9 @@ import grpc
 
 from naiad.frontends.grpc import handlers, health
 from naiad.frontends.grpc.http2.connection import Connection
+from naiad.frontends.grpc.http2.limits import MAX_FRAME, Limits
 from naiad.frontends.grpc.http2.server import Http2Server
+from naiad.frontends.grpc.lenient import lenient
 from naiad.frontends.grpc.restricted import parse_restricted
 from naiad.frontends.listener import tls_context
 
@@ -29,6 +32,7 @@ if TYPE_CHECKING:
     from naiad.core.options import ServerOptions
 
 #: Triton sets both message limits to INT32_MAX; grpc's default receive limit is 4 MiB.
+#: naiad sends any size, and receives up to --grpc-max-receive-message-size.
 MAX_MESSAGE = 2**31 - 1
 
 #: --grpc-infer-response-compression-level -> GRPC_COMPRESS_LEVEL_*
@@ -52,7 +56,12 @@ def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
     level = _compression_level(options)
     out: list[tuple[str, Any]] = [
         ("grpc.max_send_message_length", MAX_MESSAGE),
-        ("grpc.max_receive_message_length", MAX_MESSAGE),
+        # The limits of naiad's own transport, as far as grpc core has them (security.md):
+        ("grpc.max_receive_message_length", options.grpc_max_receive_message_size),
+        ("grpc.max_concurrent_streams", options.grpc_max_concurrent_streams),
+        ("grpc.max_metadata_size", options.grpc_max_header_list_size),  # soft limit
+        ("grpc.absolute_max_metadata_size", options.grpc_max_header_list_size),
+        ("grpc.http2.max_frame_size", MAX_FRAME),
         ("grpc.keepalive_time_ms", options.grpc_keepalive_time_ms),
         ("grpc.keepalive_timeout_ms", options.grpc_keepalive_timeout_ms),
         ("grpc.keepalive_permit_without_calls", int(options.grpc_keepalive_permit_without_calls)),
@@ -64,6 +73,10 @@ def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
         ("grpc.http2.max_ping_strikes", options.grpc_http2_max_ping_strikes),
         ("grpc.so_reuseport", int(options.grpc_reuse_port)),
     ]
+    if options.grpc_handshake_timeout_ms > 0:
+        out.append(("grpc.server_handshake_timeout_ms", options.grpc_handshake_timeout_ms))
+    if options.grpc_max_connection_idle_ms > 0:
+        out.append(("grpc.max_connection_idle_ms", options.grpc_max_connection_idle_ms))
     if COMPRESSION_LEVELS[level]:
         out.append(("grpc.default_compression_level", COMPRESSION_LEVELS[level]))
     return out
@@ -129,13 +142,15 @@ def method_handlers(
     restricted = parse_restricted(options.grpc_restricted_protocol)
     pattern = options.grpc_header_forward_pattern
     forward = re.compile(pattern, re.IGNORECASE) if pattern else None
-    return handlers.build(dataplane, restricted, forward)
+    stream_bytes = Limits.of(options).receive_buffer  # at least one message
+    return handlers.build(dataplane, restricted, forward, stream_bytes)
 
 
 async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
     """Serve ``inference.GRPCInferenceService`` and the health service on
     ``options.grpc_address:grpc_port`` (0 = a free port), with the transport
     ``options.grpc_transport`` names."""
+    Limits.of(options)  # refuses nonsense limits whichever transport serves
     services = {
         handlers.SERVICE: method_handlers(dataplane, options),
         health.SERVICE: health.handlers(dataplane),
@@ -168,7 +183,7 @@ async def _start_grpcio(
 ) -> GrpcFrontend:
     server = grpc.aio.server(options=channel_options(options))
     for name, table in services.items():
-        server.add_registered_method_handlers(name, table)
+        server.add_registered_method_handlers(name, lenient(table))
     target = _target(options.grpc_address, options.grpc_port)
     creds = credentials(options)
     if creds is None:

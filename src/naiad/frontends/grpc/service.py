@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from google.protobuf import json_format
 
-from naiad.core.errors import InvalidArgument, Unsupported
+from naiad.core.errors import InvalidArgument, NotFound, Unsupported
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 
 if TYPE_CHECKING:
@@ -33,8 +33,12 @@ def server_ready(dp: DataPlane, msg: pb.ServerReadyRequest) -> pb.ServerReadyRes
 
 
 def model_ready(dp: DataPlane, msg: pb.ModelReadyRequest) -> pb.ModelReadyResponse:
-    # Unknown models and versions raise (NOT_FOUND), as Triton's gRPC answers them.
-    return pb.ModelReadyResponse(ready=dp.model_ready(msg.name, msg.version))
+    # Triton 2.51 answers an unknown model, or a version that is not loaded, with
+    # ready=false and OK; only a malformed version string is an error (INVALID_ARGUMENT).
+    try:
+        return pb.ModelReadyResponse(ready=dp.model_ready(msg.name, msg.version))
+    except NotFound:
+        return pb.ModelReadyResponse(ready=False)
 
 
 def server_metadata(dp: DataPlane, msg: pb.ServerMetadataRequest) -> pb.ServerMetadataResponse:

@@ -37,7 +37,9 @@ FINAL = "triton_final_response"
 
 #: Requests of one stream in the server, and answers waiting for the client to
 #: take them, at once.  At this many the stream stops reading; HTTP/2 flow
-#: control then holds the client back until answers go out.
+#: control then holds the client back until answers go out.  The stream also stops
+#: while its requests in the server add up to ``max_bytes`` (the receive buffer size:
+#: the transport returns a message's window once it is read, so this bounds the rest).
 MAX_IN_FLIGHT = 1024
 
 Message = pb.ModelStreamInferResponse
@@ -55,12 +57,18 @@ class _Slot:
 class ModelStreamInfer:
     """The ``ModelStreamInfer`` handler; each call gets its own :class:`_Stream`."""
 
-    def __init__(self, dataplane: DataPlane, forward: re.Pattern[str] | None = None) -> None:
+    def __init__(
+        self,
+        dataplane: DataPlane,
+        forward: re.Pattern[str] | None = None,
+        max_bytes: int = 256 * 1024 * 1024,
+    ) -> None:
         self.dp = dataplane
         self.forward = forward
+        self.max_bytes = max_bytes
 
     async def rpc(self, requests: object, context: grpc.aio.ServicerContext) -> None:
-        await _Stream(self.dp, context, self.forward).run()
+        await _Stream(self.dp, context, self.forward, self.max_bytes).run()
 
 
 class _Stream:
@@ -69,8 +77,11 @@ class _Stream:
         dp: DataPlane,
         context: grpc.aio.ServicerContext,
         forward: re.Pattern[str] | None,
+        max_bytes: int,
     ) -> None:
         self.dp = dp
+        self.max_bytes = max_bytes
+        self.bytes_in_flight = 0  # request messages' sizes, while the server holds them
         self.context = context
         self.forward = forward
         metadata = context.invocation_metadata() or ()
@@ -112,7 +123,10 @@ class _Stream:
     async def _read(self) -> None:
         try:
             while True:
-                while self.in_flight + self.out.qsize() >= MAX_IN_FLIGHT:
+                while (
+                    self.in_flight + self.out.qsize() >= MAX_IN_FLIGHT
+                    or self.bytes_in_flight >= self.max_bytes
+                ):
                     self.room = asyncio.get_running_loop().create_future()
                     await self.room
                 msg = await self.context.read()
@@ -121,6 +135,9 @@ class _Stream:
                 self._start(msg)  # type: ignore[arg-type]
         except asyncio.CancelledError:
             raise
+        except NaiadError as exc:  # the client sent what is not a request: the stream's status
+            if self.failure is None:
+                self.failure = exc
         except Exception:  # the call broke under us; run() sees the cancellation
             log.debug("ModelStreamInfer read failed", exc_info=True)
         finally:
@@ -129,6 +146,8 @@ class _Stream:
 
     def _start(self, msg: pb.ModelInferRequest) -> None:
         self.in_flight += 1
+        size = msg.ByteSize()
+        self.bytes_in_flight += size
         try:
             request = decode_infer_request(msg)
             if self.forward is not None:
@@ -138,14 +157,14 @@ class _Stream:
         except NaiadError as exc:
             slot = _Slot()
             self.order.append(slot)
-            self._answer(slot, self._error(exc, msg.id))
+            self._answer(slot, self._error(exc, msg.id), size)
             return
         if decoupled:
-            self._spawn(self._decoupled(request))
+            self._spawn(self._decoupled(request, size))
         else:
             slot = _Slot()
             self.order.append(slot)
-            self._spawn(self._unary(request, slot))
+            self._spawn(self._unary(request, slot, size))
 
     def _spawn(self, coro: Coroutine[Any, Any, None]) -> None:
         task = asyncio.ensure_future(coro)
@@ -154,7 +173,7 @@ class _Stream:
 
     # -- one request ------------------------------------------------------------------
 
-    async def _unary(self, request: InferenceRequest, slot: _Slot) -> None:
+    async def _unary(self, request: InferenceRequest, slot: _Slot, size: int) -> None:
         self.live.add(request)
         try:
             response = await self.dp.infer(request, endpoint=ENDPOINT)
@@ -168,9 +187,9 @@ class _Stream:
             msg = self._error(Internal(f"{type(exc).__name__}: {exc}"), request.id)
         finally:
             self.live.discard(request)
-        self._answer(slot, msg)
+        self._answer(slot, msg, size)
 
-    async def _decoupled(self, request: InferenceRequest) -> None:
+    async def _decoupled(self, request: InferenceRequest, size: int) -> None:
         self.live.add(request)
         try:
             async for response in self.dp.infer_stream(request):
@@ -184,7 +203,7 @@ class _Stream:
             self._emit(self._error(Internal(f"{type(exc).__name__}: {exc}"), request.id))
         finally:
             self.live.discard(request)
-            self._request_done()
+            self._request_done(size)
 
     def _response(self, request: InferenceRequest, response: InferenceResponse) -> Message | None:
         """The stream message for one decoupled response; None for an unwanted empty final."""
@@ -214,13 +233,13 @@ class _Stream:
 
     # -- writing order -------------------------------------------------------------------
 
-    def _answer(self, slot: _Slot, msg: Message) -> None:
+    def _answer(self, slot: _Slot, msg: Message, size: int) -> None:
         """Complete a slot and release every answered slot at the head of the order."""
         slot.msg = msg
         order = self.order
         while order and order[0].msg is not None:
             self._emit(order.popleft().msg)  # type: ignore[arg-type]
-        self._request_done()
+        self._request_done(size)
 
     def _emit(self, msg: Message) -> None:
         if self.closed:
@@ -231,8 +250,9 @@ class _Stream:
             return
         self.out.put_nowait(msg)
 
-    def _request_done(self) -> None:
+    def _request_done(self, size: int) -> None:
         self.in_flight -= 1
+        self.bytes_in_flight -= size
         self._wake_reader()
         self._maybe_done()
 

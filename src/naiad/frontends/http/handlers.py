@@ -10,7 +10,7 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unsupported
+from naiad.core.errors import Internal, InvalidArgument, NaiadError, NotFound, Unsupported
 from naiad.frontends.http.codec import parse_json
 from naiad.frontends.http.encode import dumps
 from naiad.frontends.http.message import (
@@ -48,8 +48,9 @@ def health_ready(dp: DataPlane, req: Request) -> Response:
 def model_ready(dp: DataPlane, req: Request, name: str, version: str) -> Response:
     try:
         ready = dp.model_ready(name, version)
+    except NotFound:
+        ready = False  # Triton 2.51: 400 "Model version not ready" for unknown ones too
     except NaiadError as exc:
-        # Triton 2.51 answers 400 for unknown models on this endpoint.
         return error_response(400, exc.message)
     if not ready:
         return error_response(400, "Model version not ready")

@@ -32,10 +32,20 @@ log = logging.getLogger("naiad.grpc")
 
 Metadata = tuple[tuple[str, "str | bytes"], ...]
 
-_DECOMPRESS: dict[bytes, Callable[[bytes], bytes]] = {
-    b"gzip": gzip.decompress,
-    b"deflate": zlib.decompress,
-}
+#: zlib's ``wbits`` for each request encoding: gzip's header, or zlib's (grpc's "deflate")
+_WBITS = {b"gzip": 16 + zlib.MAX_WBITS, b"deflate": zlib.MAX_WBITS}
+
+
+def inflate(encoding: bytes, data: bytes, limit: int) -> bytes | None:
+    """``data`` decompressed, or None past ``limit`` bytes (a small message may inflate to
+    gigabytes); raises ``zlib.error`` for a corrupt or truncated one."""
+    inflater = zlib.decompressobj(_WBITS[encoding])
+    out = inflater.decompress(data, limit + 1)
+    if len(out) > limit:
+        return None
+    if not inflater.eof:
+        raise zlib.error("truncated compressed message")
+    return out
 
 
 def compressor(encoding: bytes, level: int) -> Callable[[bytes], bytes]:
@@ -47,15 +57,18 @@ def compressor(encoding: bytes, level: int) -> Callable[[bytes], bytes]:
 class Head:
     """What a request's header block says, decoded once (and cached while it repeats)."""
 
-    __slots__ = ("path", "metadata", "timeout", "encoding", "accept")
+    __slots__ = ("path", "metadata", "timeout", "encoding", "accept", "size")
 
     def __init__(self, headers: Sequence[tuple[bytes, bytes]]) -> None:
         self.path = ""
         self.timeout: float | None = None
         self.encoding = b"identity"
         self.accept = b""
+        #: the header list's size as SETTINGS_MAX_HEADER_LIST_SIZE counts it (RFC 9113 §6.5.2)
+        self.size = 32 * len(headers)
         metadata: list[tuple[str, str | bytes]] = []
         for name, value in headers:
+            self.size += len(name) + len(value)
             if name == b":path":
                 self.path = value.decode("latin-1")
             elif name[:1] == b":" or name in _TRANSPORT_HEADERS:
@@ -89,30 +102,45 @@ class _Abort(Exception):
         self.details = details
 
 
+#: Empty, shared by the calls that never queue or gather anything (never added to): most
+#: calls need no deque or bytearray of their own.
+_NOTHING: Any = ()
+
+
 class Call:
     """An rpc: request messages in, response messages and a status out."""
 
     __slots__ = (
-        "conn", "stream_id", "handler", "head", "send_window", "recv_consumed", "pending",
-        "trailers", "drained", "headers_sent", "remote_closed", "finished", "expired", "task",
-        "timer", "buffer", "messages", "waiter", "compress",
+        "conn", "stream_id", "handler", "head", "streaming", "send_window", "recv_window",
+        "recv_unacked", "extension", "waiting", "pending", "stalled", "trailers",
+        "drained", "headers_sent", "remote_closed", "finished", "expired", "task", "timer",
+        "buffer", "messages", "waiter", "compress",
     )  # fmt: skip
 
     def __init__(
         self,
         conn: Connection,
         stream_id: int,
-        handler: grpc.RpcMethodHandler,
+        handler: grpc.RpcMethodHandler | None,
         head: Head,
         send_window: int,
+        recv_window: int,
     ) -> None:
         self.conn = conn
         self.stream_id = stream_id
-        self.handler = handler
+        self.handler: grpc.RpcMethodHandler = handler  # type: ignore[assignment]
         self.head = head
+        self.streaming = handler is not None and handler.request_streaming
         self.send_window = send_window
-        self.recv_consumed = 0
-        self.pending: deque[memoryview | bytes] = deque()  # DATA held back by flow control
+        # Receiving (naiad.frontends.grpc.http2.flow): what the client may still send, bytes
+        # consumed but not yet granted back, and the receive buffer's loans to this call.
+        self.recv_window = recv_window
+        self.recv_unacked = 0
+        self.extension = 0  # the loan for the message being received (unary: until the end)
+        self.waiting = False  # in the queue for a loan
+        #: DATA held back by flow control; a deque once any is (most calls never need one)
+        self.pending: deque[memoryview | bytes] = _NOTHING
+        self.stalled = 0.0  # since when ``pending`` waits for the client (loop time)
         self.trailers: bytes | None = None  # sent once ``pending`` drains
         self.drained: asyncio.Future[None] | None = None
         self.headers_sent = False
@@ -121,8 +149,9 @@ class Call:
         self.expired = False
         self.task: Started | None = None  # the handler, while it waits
         self.timer: asyncio.TimerHandle | None = None
-        self.buffer = bytearray()
-        self.messages: deque[tuple[Any, int]] = deque()  # streaming: (message, wire size)
+        self.buffer: bytearray = _NOTHING  # a message spread over frames (once there is one)
+        #: streaming: (message, its size on the wire, the loan it holds) until read
+        self.messages: deque[tuple[Any, int, int]] = deque() if self.streaming else _NOTHING
         self.waiter: asyncio.Future[None] | None = None
         self.compress: Callable[[bytes], bytes] | None = None
 
@@ -132,12 +161,13 @@ class Call:
         """Headers received: streaming handlers start now, unary ones on their message."""
         if self.head.timeout is not None:
             self.timer = loop.call_later(self.head.timeout, self._deadline)
-        if self.handler.request_streaming:
+        if self.streaming:
             self.task = start_eagerly(loop, self._run(None))
 
     def data(self, payload: memoryview, end_stream: bool) -> None:
         """A DATA frame's payload: deframe the gRPC messages in it."""
         if self.finished:
+            self.conn.receiver.taken(len(payload))  # answered already: the rest is void
             return
         if end_stream:
             self.remote_closed = True  # before the handler can answer (eagerly, within this call)
@@ -145,52 +175,106 @@ class Call:
         if (
             not buffer
             and len(payload) >= 5
-            and int.from_bytes(payload[1:5], "big") + 5 == len(payload)
+            and int.from_bytes(payload[1:5], "big") + 5 == len(payload) <= self.conn.fast_max
         ):
             self._message(payload[0], payload[5:], len(payload))  # the common case
+        elif self.task is not None and not self.streaming:
+            self.conn.receiver.taken(len(payload))  # a unary call has its message: the rest is void
         else:
+            if buffer is _NOTHING:
+                buffer = self.buffer = bytearray()
             buffer += payload
             while len(buffer) >= 5:
                 size = int.from_bytes(buffer[1:5], "big") + 5
+                if size - 5 > self.conn.max_message:
+                    self._too_large(size)  # said as soon as its length is known
+                    break
                 if len(buffer) < size:
+                    if size - len(buffer) > self.recv_window and not self.waiting:
+                        self.conn.receiver.extend(self)  # it cannot arrive whole otherwise
                     break
                 with memoryview(buffer) as view:
                     message = view[5:size].tobytes()
                 compressed = buffer[0]
                 del buffer[:size]
                 self._message(compressed, message, size)
+                if self.finished or (self.task is not None and not self.streaming):
+                    if buffer:  # past a unary call's one message: void
+                        self.conn.receiver.taken(len(buffer))
+                        del buffer[:]
+                    break
         if end_stream:
-            if self.handler.request_streaming:
+            if self.streaming:
                 self._wake()
             elif self.task is None and not self.finished:
                 self.finish(grpc.StatusCode.INTERNAL, "the request has no message")
 
+    def shortfall(self) -> int:
+        """Bytes of the message being received that the client has no window for yet."""
+        buffer = self.buffer
+        if len(buffer) < 5:
+            return 0
+        return int.from_bytes(buffer[1:5], "big") + 5 - len(buffer) - self.recv_window
+
+    def _too_large(self, size: int) -> None:
+        limit = self.conn.max_message
+        self.finish(  # grpc core's words
+            grpc.StatusCode.RESOURCE_EXHAUSTED,
+            f"Received message larger than max ({size - 5} vs. {limit})",
+        )
+
     def _message(self, compressed: int, raw: memoryview | bytes, size: int) -> None:
-        """One request message; ``size``: its bytes on the wire, granted once it is read."""
+        """One request message (within the size limit); ``size``: its bytes on the wire,
+        granted back once it is consumed."""
         if compressed:
-            decompress = _DECOMPRESS.get(self.head.encoding)
-            if decompress is None:
-                self.finish(
-                    grpc.StatusCode.UNIMPLEMENTED,
-                    f"unsupported message encoding '{self.head.encoding.decode('latin-1')}'",
+            limit = self.conn.max_message
+            encoding = self.head.encoding
+            if encoding not in _WBITS:
+                self._fail(size, grpc.StatusCode.UNIMPLEMENTED,
+                           f"unsupported message encoding '{encoding.decode('latin-1')}'")  # fmt: skip
+                return
+            try:
+                inflated = inflate(encoding, bytes(raw), limit)
+            except zlib.error as exc:
+                self._fail(
+                    size, grpc.StatusCode.INTERNAL, f"failed to decompress the request: {exc}"
                 )
                 return
-            raw = decompress(bytes(raw))
+            if inflated is None:
+                self._fail(size, grpc.StatusCode.RESOURCE_EXHAUSTED,
+                           f"Received message larger than max (decompressed over {limit})")  # fmt: skip
+                return
+            raw = inflated
         try:
             message = self.handler.request_deserializer(raw)
         except Exception as exc:
-            self.finish(grpc.StatusCode.INTERNAL, f"failed to parse the request message: {exc}")
+            # The client's bytes are not the message the rpc takes: its error, not the server's.
+            self._fail(size, grpc.StatusCode.INVALID_ARGUMENT,
+                       f"failed to parse the request message: {exc}")  # fmt: skip
             return
-        if self.handler.request_streaming:
-            self.messages.append((message, size))
+        if self.streaming:
+            self.messages.append((message, size, self.extension))
+            self.extension = 0
             self._wake()
-        elif self.task is None and not self.finished:
-            self.task = start_eagerly(self.conn.loop, self._run(message))
+        else:
+            # The handler has it: the client may send that much again (Receiver.taken, inlined).
+            receiver = self.conn.receiver
+            receiver.unacked += size
+            if receiver.window < receiver.half:
+                receiver.update()
+            if self.task is None:  # (a second message of a unary call is void)
+                self.task = start_eagerly(self.conn.loop, self._run(message))
+
+    def _fail(self, size: int, code: grpc.StatusCode, details: str) -> None:
+        """A message of ``size`` bytes that no handler gets: end the rpc with a status."""
+        self.conn.receiver.taken(size)
+        self.finish(code, details)
 
     def reset(self) -> None:
         """The client reset the stream (cancel, deadline) or the connection went away."""
         self.finished = True
-        self.pending.clear()
+        self.conn.receiver.end(self)
+        self.pending = _NOTHING
         self._wake()
         if self.drained is not None and not self.drained.done():
             self.drained.set_result(None)
@@ -264,8 +348,8 @@ class Call:
                 return grpc.aio.EOF
             self.waiter = asyncio.get_running_loop().create_future()
             await self.waiter
-        message, size = self.messages.popleft()
-        self.conn.grant(self, size)
+        message, size, extension = self.messages.popleft()
+        self.conn.receiver.consumed(self, size, extension)
         return message
 
     async def write(self, message: Any) -> None:
@@ -319,6 +403,8 @@ class Call:
         if self.finished:
             return
         self.finished = True
+        if self.extension or self.buffer or self.messages:
+            self.conn.receiver.end(self)
         prefix = self._headers()
         self.conn.send(self, prefix, self._frame(payload), self._trailers(grpc.StatusCode.OK, ""))
 
@@ -327,6 +413,8 @@ class Call:
         if self.finished:
             return
         self.finished = True
+        if self.extension or self.buffer or self.messages:
+            self.conn.receiver.end(self)
         if self.timer is not None:
             self.timer.cancel()
         if self.headers_sent:

@@ -1,44 +1,48 @@
-"""One client connection: HTTP/2 framing, flow control and pings, in the event loop.
+"""One client connection: HTTP/2 framing, streams and sending, in the event loop.
 
 Frames are parsed straight out of the bytes the transport hands over
-(payloads are memoryviews of them, never copied); a request's DATA goes to
+(payloads are memoryviews of them, never copied); a request's header block
+is decoded by :mod:`~naiad.frontends.grpc.http2.headers`, its DATA goes to
 its :class:`~naiad.frontends.grpc.http2.call.Call`, which runs the handler.
-Header blocks are decoded by ``hpack``; a block made only of indexed fields
-cannot change the decoder's table, so its decoded :class:`Head` is kept and
-the same bytes on the next request (what every gRPC client sends once its
-table is warm) cost a dictionary lookup.
+
+Everything a peer can make the connection hold is bounded
+(:mod:`~naiad.frontends.grpc.http2.limits`): frames and header blocks by
+size, streams by number, request bytes by the receive windows
+(:mod:`~naiad.frontends.grpc.http2.flow`), answers the peer does not read by
+holding them in their calls (and, past the send timeout, resetting those:
+:mod:`~naiad.frontends.grpc.http2.timers`), and frames queued for a peer that
+reads nothing by a flood limit.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
-import time
+from collections import deque
 from typing import TYPE_CHECKING
 
 import grpc
 import hpack
 
 from naiad.frontends.grpc.http2 import wire
-from naiad.frontends.grpc.http2.call import Call, Head
+from naiad.frontends.grpc.http2.call import Call
+from naiad.frontends.grpc.http2.flow import Receiver
+from naiad.frontends.grpc.http2.headers import HeaderBlocks
+from naiad.frontends.grpc.http2.limits import (
+    CLOSE_GRACE,
+    MAX_FRAME,
+    MAX_QUEUED_FRAMES,
+    RESET_BURST,
+    RESET_RATE,
+    TokenBucket,
+)
+from naiad.frontends.grpc.http2.timers import Timers
+from naiad.frontends.grpc.http2.wire import ProtocolError
 
 if TYPE_CHECKING:
     from naiad.frontends.grpc.http2.server import Http2Server
 
 log = logging.getLogger("naiad.grpc")
-
-#: Each stream may send this much before the server's WINDOW_UPDATE; the server reads
-#: every message whole, so a large window only saves round trips.
-STREAM_WINDOW = 1 << 24
-CONNECTION_WINDOW = 1 << 30
-MAX_FRAME = (1 << 24) - 1
-_HEAD_CACHE = 64
-
-
-class ProtocolError(Exception):
-    def __init__(self, code: int, message: str) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 class Connection(asyncio.Protocol):
@@ -46,32 +50,36 @@ class Connection(asyncio.Protocol):
         self.server = server
         self.handlers = server.handlers
         self.loop = server.loop
+        self.limits = limits = server.limits
         self.transport: asyncio.Transport | None = None
         self.peer = ""
         self.partial = bytearray()  # the start of a frame whose end has not arrived
         self.need = 0  # bytes ``partial`` must reach to hold that frame
         self.preface = True
-        self.decoder = hpack.Decoder()
-        self.heads: dict[bytes, Head] = {}
+        self.blocks = HeaderBlocks(limits.max_header_list)
+        self.receiver = Receiver(limits, self.write)
+        self.resets = TokenBucket(RESET_BURST, RESET_RATE)
+        self.queued = 0  # frames written while the peer reads nothing (``paused``)
         self.streams: dict[int, Call] = {}
         self.last_stream = 0
-        self.header_block: bytearray | None = None  # a HEADERS frame awaiting CONTINUATION
-        self.header_stream = 0
-        self.header_end_stream = False
         self.send_window = wire.DEFAULT_WINDOW
         self.initial_send_window = wire.DEFAULT_WINDOW
         self.max_send_frame = wire.DEFAULT_MAX_FRAME
         self.table_update = b""  # a dynamic table size update, once the peer shrank it
-        self.recv_consumed = 0
         self.blocked: dict[int, Call] = {}  # streams waiting for connection window
         self.paused = False
+        self.paused_at = 0.0
         self.resumed: asyncio.Future[None] | None = None
         self.going_away = False
         self.closed = False
         self.ping_strikes = 0
-        self.last_ping = -float("inf")
-        self.keepalive: asyncio.TimerHandle | None = None
-        self.ping_timeout: asyncio.TimerHandle | None = None
+        self.timers = Timers(self)
+        # Copied out of ``limits``: one attribute load fewer on the per-request path.
+        self.max_message = limits.max_message
+        self.fast_max = limits.max_message + 5  # a whole message in one frame, up to this
+        self.max_streams = limits.max_streams
+        self.max_header_list = limits.max_header_list
+        self.stream_window = limits.stream_window
 
     # -- transport events -----------------------------------------------------------------
 
@@ -80,11 +88,8 @@ class Connection(asyncio.Protocol):
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
         self.server.connections.add(self)
-        self.transport.write(  # type: ignore[union-attr]
-            wire.settings({wire.INITIAL_WINDOW_SIZE: STREAM_WINDOW, wire.MAX_FRAME_SIZE: MAX_FRAME})
-            + wire.window_update(0, CONNECTION_WINDOW - wire.DEFAULT_WINDOW)
-        )
-        self._schedule_keepalive()
+        self.transport.write(self.server.settings)  # type: ignore[union-attr]
+        self.timers.start()
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -92,20 +97,25 @@ class Connection(asyncio.Protocol):
             call.reset()
         self.streams.clear()
         self.blocked.clear()
-        for handle in (self.keepalive, self.ping_timeout):
-            if handle is not None:
-                handle.cancel()
+        self.timers.stop()
         if self.resumed is not None and not self.resumed.done():
             self.resumed.set_result(None)
         self.server.connection_closed(self)
 
     def pause_writing(self) -> None:
+        """The socket's write buffer is full: the peer reads less than it is sent."""
         self.paused = True
+        self.paused_at = self.loop.time()
+        self.timers.watch_stalls()
 
     def resume_writing(self) -> None:
         self.paused = False
+        self.queued = 0
         if self.resumed is not None and not self.resumed.done():
             self.resumed.set_result(None)
+        for call in list(self.streams.values()):  # answers held while the peer read nothing
+            if call.pending or call.trailers is not None:
+                self._flush(call)
 
     async def writable(self) -> None:
         """Wait while the socket's write buffer is over its high-water mark."""
@@ -115,6 +125,8 @@ class Connection(asyncio.Protocol):
             await self.resumed
 
     def data_received(self, data: bytes) -> None:
+        if self.closed:
+            return
         if self.partial:
             # The rest of a frame that did not arrive whole: gather it without re-copying.
             self.partial += data
@@ -137,8 +149,13 @@ class Connection(asyncio.Protocol):
                 self.preface = False
                 pos = len(wire.PREFACE)
             end = len(data)
+            max_frame = MAX_FRAME
+            # A frame that fails the connection makes later writes no-ops; the rest of this
+            # chunk is read for nothing, and data_received reads nothing more.
             while end - pos >= 9:
                 length = int.from_bytes(view[pos : pos + 3], "big")
+                if length > max_frame:  # said before its payload is gathered
+                    raise ProtocolError(wire.FRAME_SIZE_ERROR, f"frame of {length} octets")
                 if end - pos - 9 < length:
                     break
                 kind = data[pos + 3]
@@ -147,131 +164,138 @@ class Connection(asyncio.Protocol):
                 pos += 9
                 payload = view[pos : pos + length]
                 pos += length
-                if self.header_block is not None and kind != wire.CONTINUATION:
+                if self.blocks.gathering is not None and kind != wire.CONTINUATION:
                     raise ProtocolError(wire.PROTOCOL_ERROR, "expected a CONTINUATION frame")
                 if kind == wire.DATA:
                     self._data(stream, flags, payload, length)
                 elif kind == wire.HEADERS:
-                    self._headers(stream, flags, payload)
+                    if flags & 0x2C == wire.END_HEADERS:  # whole, no padding or priority
+                        self._request(stream, bytes(payload), bool(flags & wire.END_STREAM))
+                    elif block := self.blocks.headers(stream, flags, payload):
+                        self._request(stream, *block)
                 elif kind == wire.CONTINUATION:
-                    self._continuation(stream, flags, payload)
+                    if block := self.blocks.continuation(stream, flags, payload):
+                        self._request(stream, *block)
                 elif kind == wire.WINDOW_UPDATE:
                     self._window_update(stream, payload)
                 elif kind == wire.RST_STREAM:
-                    call = self.streams.pop(stream, None)
-                    if call is not None:
-                        self.blocked.pop(stream, None)
-                        call.reset()
+                    self._rst_stream(stream)
                 elif kind == wire.SETTINGS:
                     if not flags & wire.ACK:
                         self._settings(payload)
                 elif kind == wire.PING:
-                    self._ping(flags, payload)
+                    if length != 8:
+                        raise ProtocolError(wire.FRAME_SIZE_ERROR, "PING of the wrong size")
+                    answer = self.timers.ping(flags, payload)
+                    if answer is not None:
+                        self.write(answer)
                 elif kind == wire.GOAWAY:
                     self.going_away = True
-                    self._close_if_idle()
+                    self.close_if_idle()
                 # PRIORITY, PUSH_PROMISE and unknown types carry nothing a server needs.
+            if pos < len(data) and not self.closed:
+                rest = len(data) - pos
+                self.need = 9 + int.from_bytes(view[pos : pos + 3], "big") if rest >= 9 else 9
+                if self.need > 9 + MAX_FRAME:
+                    raise ProtocolError(wire.FRAME_SIZE_ERROR, f"frame of {self.need - 9} octets")
+                self.partial += view[pos:]
         except ProtocolError as exc:
-            self._fail(exc.code, str(exc))
-            return
+            self.fail(exc.code, str(exc))
         except hpack.HPACKError as exc:
-            self._fail(wire.COMPRESSION_ERROR, f"header block: {exc}")
-            return
-        if pos < len(data):
-            self.partial += view[pos:]
-            rest = len(data) - pos
-            self.need = 9 + int.from_bytes(view[pos : pos + 3], "big") if rest >= 9 else 9
+            self.fail(wire.COMPRESSION_ERROR, f"header block: {exc}")
 
     # -- frames ---------------------------------------------------------------------------
 
     def _data(self, stream: int, flags: int, payload: memoryview, length: int) -> None:
-        self.recv_consumed += length
-        if self.recv_consumed >= CONNECTION_WINDOW // 2:
-            self._write(wire.window_update(0, self.recv_consumed))
-            self.recv_consumed = 0
-        if flags & wire.PADDED:
-            payload = _unpad(payload)
+        receiver = self.receiver
+        receiver.window -= length  # Receiver.arrived, inlined: this runs for every DATA frame
+        if receiver.window < receiver.half and not receiver.low():
+            raise ProtocolError(wire.FLOW_CONTROL_ERROR, "DATA past the connection's window")
         call = self.streams.get(stream)
-        if call is None or call.remote_closed:
-            if stream > self.last_stream or stream == 0:
+        if call is None or call.remote_closed:  # (a finished call discards in Call.data)
+            if call is None and (stream > self.last_stream or stream == 0):
                 raise ProtocolError(wire.PROTOCOL_ERROR, f"DATA on idle stream {stream}")
-            return  # a stream this side already ended; its client has not heard yet
-        end = bool(flags & wire.END_STREAM)
-        if not end:
-            # A streaming call's messages are granted as its handler reads them
-            # (Call.read): a client that streams faster than the model runs waits
-            # for window instead of filling the server's memory.
-            self.grant(call, length - len(payload) if call.handler.request_streaming else length)
-        call.data(payload, end)
-
-    def grant(self, call: Call, consumed: int) -> None:
-        """``consumed`` bytes of the stream are dealt with: open its window by that much."""
-        call.recv_consumed += consumed
-        if call.recv_consumed >= STREAM_WINDOW // 2 and not (call.remote_closed or call.finished):
-            self._write(wire.window_update(call.stream_id, call.recv_consumed))
-            call.recv_consumed = 0
-
-    def _headers(self, stream: int, flags: int, payload: memoryview) -> None:
-        if flags & wire.PADDED:
-            payload = _unpad(payload)
-        if flags & wire.PRIORITY_FLAG:
-            payload = payload[5:]
-        if not flags & wire.END_HEADERS:
-            self.header_block = bytearray(payload)
-            self.header_stream = stream
-            self.header_end_stream = bool(flags & wire.END_STREAM)
+            receiver.taken(length)  # a stream this side ended; its client has not heard yet
             return
-        self._request(stream, bytes(payload), bool(flags & wire.END_STREAM))
-
-    def _continuation(self, stream: int, flags: int, payload: memoryview) -> None:
-        if self.header_block is None or stream != self.header_stream:
-            raise ProtocolError(wire.PROTOCOL_ERROR, "unexpected CONTINUATION frame")
-        self.header_block += payload
-        if flags & wire.END_HEADERS:
-            block = bytes(self.header_block)
-            self.header_block = None
-            self._request(stream, block, self.header_end_stream)
-
-    def _decode(self, block: bytes) -> Head:
-        head = self.heads.get(block)
-        if head is not None:
-            return head
-        head = Head(self.decoder.decode(block, raw=True))  # type: ignore[arg-type]
-        # Only indexed fields (one byte each, top bit set): the table is unchanged by it.
-        if block and min(block) > 0x80 and 0xFF not in block:
-            if len(self.heads) >= _HEAD_CACHE:
-                self.heads.clear()
-            self.heads[block] = head
-        else:
-            self.heads.clear()  # the table may have changed under the kept blocks
-        return head
+        call.recv_window -= length
+        if call.recv_window < 0:
+            receiver.taken(length)
+            self.reset_stream(call, wire.FLOW_CONTROL_ERROR)
+            return
+        if flags & wire.PADDED:
+            payload = wire.unpad(payload)
+            receiver.taken(length - len(payload))
+            receiver.grant(call, length - len(payload))
+        # Messages are granted back as the call consumes them (flow.py): a client that
+        # sends faster than its rpcs take it waits for window instead of filling memory.
+        call.data(payload, bool(flags & wire.END_STREAM))
 
     def _request(self, stream: int, block: bytes, end_stream: bool) -> None:
-        head = self._decode(block)  # always: the decoder's table must follow the peer's
+        head = self.blocks.decode(block)
         call = self.streams.get(stream)
         if call is not None:  # trailers from the client: only END_STREAM matters
             if end_stream:
                 call.data(memoryview(b""), True)
             return
-        if stream % 2 == 0 or stream <= self.last_stream:
+        if stream % 2 == 0:
             raise ProtocolError(wire.PROTOCOL_ERROR, f"invalid stream id {stream}")
+        if stream <= self.last_stream:
+            return  # trailers of a stream this side reset or refused: nothing to answer
         self.last_stream = stream
-        if self.going_away:
-            self._write(wire.rst_stream(stream, wire.REFUSED_STREAM))
+        if self.going_away or len(self.streams) >= self.max_streams:
+            self.write(wire.rst_stream(stream, wire.REFUSED_STREAM))
+            if not self.going_away and not self.resets.take():
+                raise ProtocolError(wire.ENHANCE_YOUR_CALM, "too many refused streams")
             return
         handler = self.handlers.get(head.path)
-        call = Call(self, stream, handler, head, self.initial_send_window)  # type: ignore[arg-type]
+        call = Call(self, stream, handler, head, self.initial_send_window, self.stream_window)
         self.streams[stream] = call
-        if handler is None:
-            call.finish(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
-        else:
-            call.start(self.loop)
+        if handler is None or head.size > self.max_header_list:
+            self._refuse(call, end_stream)
+            return
+        call.start(self.loop)
         if end_stream:
             call.data(memoryview(b""), True)
 
+    def _refuse(self, call: Call, end_stream: bool) -> None:
+        """Answer a call no handler gets: metadata over the limit, or an unknown method."""
+        call.remote_closed = end_stream
+        if call.head.size > self.max_header_list:
+            call.finish(  # grpc core's words
+                grpc.StatusCode.RESOURCE_EXHAUSTED,
+                f"received metadata size exceeds hard limit ({call.head.size} vs. "
+                f"{self.max_header_list})",
+            )
+        else:
+            call.finish(grpc.StatusCode.UNIMPLEMENTED, "Method not found!")
+
+    def _rst_stream(self, stream: int) -> None:
+        call = self.streams.pop(stream, None)
+        if call is None:
+            return
+        self.blocked.pop(stream, None)
+        working = not call.finished
+        call.reset()
+        # Rapid reset (CVE-2023-44487): each stream the client opens and cancels while its
+        # rpc runs costs the server work the concurrency limit does not see.
+        if working and not self.resets.take():
+            raise ProtocolError(wire.ENHANCE_YOUR_CALM, "too many stream resets")
+
+    def reset_stream(self, call: Call, code: int) -> None:
+        """End ``call``'s stream from this side with RST_STREAM ``code``."""
+        self.write(wire.rst_stream(call.stream_id, code))
+        call.remote_closed = True
+        if self.streams.pop(call.stream_id, None) is not None:
+            self.blocked.pop(call.stream_id, None)
+        call.reset()
+
     def _window_update(self, stream: int, payload: memoryview) -> None:
+        if len(payload) != 4:
+            raise ProtocolError(wire.FRAME_SIZE_ERROR, "WINDOW_UPDATE of the wrong size")
         increment = int.from_bytes(payload, "big") & 0x7FFFFFFF
         if stream == 0:
+            if not increment:
+                raise ProtocolError(wire.PROTOCOL_ERROR, "WINDOW_UPDATE of 0")
             self.send_window += increment
             if self.send_window > wire.MAX_WINDOW:
                 raise ProtocolError(wire.FLOW_CONTROL_ERROR, "connection window overflow")
@@ -283,13 +307,20 @@ class Connection(asyncio.Protocol):
         call = self.streams.get(stream)
         if call is not None:
             call.send_window += increment
-            self._flush(call)
+            if not increment:
+                self.reset_stream(call, wire.PROTOCOL_ERROR)
+            elif call.send_window > wire.MAX_WINDOW:
+                self.reset_stream(call, wire.FLOW_CONTROL_ERROR)
+            else:
+                self._flush(call)
 
     def _settings(self, payload: memoryview) -> None:
         try:
             entries = wire.parse_settings(bytes(payload))
         except ValueError as exc:
             raise ProtocolError(wire.FRAME_SIZE_ERROR, str(exc)) from None
+        self.timers.handshake_done()
+        flush = False
         for key, value in entries:
             if key == wire.INITIAL_WINDOW_SIZE:
                 if value > wire.MAX_WINDOW:
@@ -298,7 +329,11 @@ class Connection(asyncio.Protocol):
                 self.initial_send_window = value
                 for call in self.streams.values():
                     call.send_window += delta
+                flush = delta > 0
             elif key == wire.MAX_FRAME_SIZE:
+                if not wire.DEFAULT_MAX_FRAME <= value < 1 << 24:
+                    raise ProtocolError(wire.PROTOCOL_ERROR, f"SETTINGS_MAX_FRAME_SIZE {value}")
+                flush = flush or value > self.max_send_frame
                 self.max_send_frame = value
             elif key == wire.HEADER_TABLE_SIZE and value < wire.DEFAULT_TABLE_SIZE:
                 # The encoder never adds to its table, but a peer that shrinks it must
@@ -306,80 +341,45 @@ class Connection(asyncio.Protocol):
                 # block says it, so it does not matter which one is written first.  A
                 # later, larger setting needs no answer: the table may stay this small.
                 self.table_update = wire.table_size_update(value)
-        self._write(wire.frame(wire.SETTINGS, wire.ACK, 0))
-        for call in list(self.streams.values()):
-            if call.pending:
-                self._flush(call)
-
-    def _ping(self, flags: int, payload: memoryview) -> None:
-        if flags & wire.ACK:
-            if self.ping_timeout is not None:
-                self.ping_timeout.cancel()
-                self.ping_timeout = None
-            self._schedule_keepalive()
-            return
-        # grpc core's ping policy: a ping sooner than the allowed interval after the last is
-        # a strike (two hours apart when idle unless permitted); a sent frame clears them.
-        options = self.server.options
-        now = time.monotonic()
-        if not self.streams and not options.grpc_keepalive_permit_without_calls:
-            interval = 7200.0
-        else:
-            interval = options.grpc_http2_min_recv_ping_interval_without_data_ms / 1000
-        if now - self.last_ping < interval:
-            self.ping_strikes += 1
-        self.last_ping = now
-        if self.ping_strikes > options.grpc_http2_max_ping_strikes > 0:
-            self._fail(wire.ENHANCE_YOUR_CALM, "too_many_pings")
-            return
-        self._write(wire.frame(wire.PING, wire.ACK, 0, bytes(payload)))
-
-    # -- keepalive --------------------------------------------------------------------------
-
-    def _schedule_keepalive(self) -> None:
-        options = self.server.options
-        if self.keepalive is not None:
-            self.keepalive.cancel()
-        self.keepalive = self.loop.call_later(
-            options.grpc_keepalive_time_ms / 1000, self._send_keepalive
-        )
-
-    def _send_keepalive(self) -> None:
-        options = self.server.options
-        if self.closed:
-            return
-        if not self.streams and not options.grpc_keepalive_permit_without_calls:
-            self._schedule_keepalive()
-            return
-        self._write(wire.frame(wire.PING, 0, 0, b"naiad-ka"))
-        self.ping_timeout = self.loop.call_later(
-            options.grpc_keepalive_timeout_ms / 1000, self._keepalive_expired
-        )
-
-    def _keepalive_expired(self) -> None:
-        log.info("gRPC connection from %s: keepalive ping not answered, closing", self.peer)
-        self._fail(wire.NO_ERROR, "keepalive watchdog timeout")
+        self.write(wire.frame(wire.SETTINGS, wire.ACK, 0))
+        if flush:
+            for call in list(self.streams.values()):
+                if call.pending:
+                    self._flush(call)
 
     # -- sending (called by calls) ------------------------------------------------------------
 
-    def _write(self, data: bytes) -> None:
-        if not self.closed:
-            self.transport.write(data)  # type: ignore[union-attr]
+    def write(self, data: bytes) -> None:
+        """A frame for the peer; while it reads nothing these pile up, so they are counted
+        (answers to its PINGs and SETTINGS, resets, statuses: nghttp2's flood limit)."""
+        if self.closed:
+            return
+        if self.paused:
+            self.queued += 1
+            if self.queued > MAX_QUEUED_FRAMES:
+                self.fail(wire.ENHANCE_YOUR_CALM, "flood: the peer reads none of its answers")
+                return
+        self.transport.write(data)  # type: ignore[union-attr]
 
     def send(self, call: Call, prefix: bytes, data: bytes | None, trailers: bytes | None) -> None:
         """Write ``prefix`` (frames already built), ``data`` as DATA frames as flow control
-        allows, then the ``trailers`` frame; in one write when everything fits."""
+        allows, then the ``trailers`` frame; in one write when everything fits.  While the
+        peer reads nothing (``paused``) data and trailers wait in the call, which stays open
+        and so counts against the stream limit."""
         self.ping_strikes = 0
         if data is not None:
             size = len(data)
             if (
                 call.pending
+                or self.paused
                 or size > call.send_window
                 or size > self.send_window
                 or size > self.max_send_frame
             ):
-                if prefix:
-                    self._write(prefix)
+                if prefix and not self.closed:
+                    self.transport.write(prefix)  # type: ignore[union-attr]
+                if not call.pending:
+                    call.pending = deque()
                 call.pending.append(memoryview(data))
                 call.trailers = trailers
                 self._flush(call)
@@ -393,10 +393,12 @@ class Connection(asyncio.Protocol):
                 return
             prefix += data
         if trailers is None:
-            self._write(prefix)
-        elif call.pending:
-            self._write(prefix)
+            self.write(prefix)
+        elif call.pending or self.paused:
+            if prefix and not self.closed:
+                self.transport.write(prefix)  # type: ignore[union-attr]
             call.trailers = trailers
+            self._flush(call)
         else:
             self._end(call, prefix + trailers)
 
@@ -405,17 +407,24 @@ class Connection(asyncio.Protocol):
             # The status went out before the client finished sending: tell it to stop.
             trailers += wire.rst_stream(call.stream_id, wire.NO_ERROR)
             call.remote_closed = True
-        self._write(trailers)
+        self.write(trailers)
         self._forget(call)
 
     def _flush(self, call: Call) -> None:
         """Send what flow control now allows of ``call``'s held-back DATA."""
         pending = call.pending
+        if self.paused:  # resume_writing flushes it
+            if not call.stalled:
+                self.timers.stalled(call)
+            return
+        sent = False
         while pending:
             room = min(call.send_window, self.send_window, self.max_send_frame)
             if room <= 0:
                 if self.send_window <= 0:
                     self.blocked[call.stream_id] = call
+                if sent or not call.stalled:
+                    self.timers.stalled(call)
                 return
             chunk = pending[0]
             part = chunk[:room]
@@ -425,10 +434,12 @@ class Connection(asyncio.Protocol):
                 pending[0] = chunk[room:]
             call.send_window -= len(part)
             self.send_window -= len(part)
+            sent = True
             if not self.closed:
                 self.transport.writelines(  # type: ignore[union-attr]
                     (wire.head(wire.DATA, 0, call.stream_id, len(part)), part)
                 )
+        call.stalled = 0.0
         if call.drained is not None and not call.drained.done():
             call.drained.set_result(None)
         if call.trailers is not None:
@@ -440,7 +451,7 @@ class Connection(asyncio.Protocol):
             del self.streams[call.stream_id]
         self.blocked.pop(call.stream_id, None)
         if self.going_away:
-            self._close_if_idle()
+            self.close_if_idle()
 
     # -- closing ----------------------------------------------------------------------------
 
@@ -448,26 +459,30 @@ class Connection(asyncio.Protocol):
         """Graceful close: no new streams; the connection closes when the last call ends."""
         if not self.going_away:
             self.going_away = True
-            self._write(wire.goaway(self.last_stream, wire.NO_ERROR))
-        self._close_if_idle()
+            self.write(wire.goaway(self.last_stream, wire.NO_ERROR))
+        self.close_if_idle()
 
-    def _close_if_idle(self) -> None:
+    def close_if_idle(self) -> None:
         if not self.streams and not self.closed:
             self.transport.close()  # type: ignore[union-attr]
 
-    def _fail(self, code: int, message: str) -> None:
+    def fail(self, code: int, message: str) -> None:
+        """A connection error: GOAWAY ``code``, then a lingering close (nginx's): half-close
+        and throw away what still arrives, since closing a socket with unread input resets
+        it, and the peer would lose the GOAWAY; cut after a grace period."""
+        if self.closed:
+            return
         log.debug("gRPC connection from %s: %s", self.peer, message)
-        self._write(wire.goaway(self.last_stream, code, message.encode()))
-        if self.transport is not None:
-            self.transport.close()
+        transport = self.transport
+        assert transport is not None
+        transport.write(wire.goaway(self.last_stream, code, message.encode()))
+        self.closed = True  # nothing more is read or written
+        if transport.can_write_eof():
+            transport.write_eof()
+        else:
+            transport.close()
+        self.loop.call_later(CLOSE_GRACE, self.abort)
 
     def abort(self) -> None:
         if self.transport is not None:
             self.transport.abort()
-
-
-def _unpad(payload: memoryview) -> memoryview:
-    pad = payload[0]
-    if pad >= len(payload):
-        raise ProtocolError(wire.PROTOCOL_ERROR, "padding exceeds the frame")
-    return payload[1 : len(payload) - pad]

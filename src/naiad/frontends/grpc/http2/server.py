@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 import grpc
 
 from naiad.frontends.grpc.http2 import wire
+from naiad.frontends.grpc.http2.limits import Limits
 from naiad.frontends.listener import Listener
 
 if TYPE_CHECKING:
@@ -37,6 +38,9 @@ class Http2Server(Listener):
             for method, handler in table.items()
         }
         self.options = options
+        self.limits = Limits.of(options)
+        #: what every connection opens with: SETTINGS and the connection's window
+        self.settings = self.limits.settings()
         #: zlib level for response messages; 0 = uncompressed
         self.compression_level = compression_level
         self.response_head = (

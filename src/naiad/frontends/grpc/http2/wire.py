@@ -26,8 +26,10 @@ PRIORITY_FLAG = 0x20
 
 # SETTINGS identifiers.
 HEADER_TABLE_SIZE = 0x1
+MAX_CONCURRENT_STREAMS = 0x3
 INITIAL_WINDOW_SIZE = 0x4
 MAX_FRAME_SIZE = 0x5
+MAX_HEADER_LIST_SIZE = 0x6
 
 # Error codes (RST_STREAM, GOAWAY).
 NO_ERROR = 0x0
@@ -35,12 +37,30 @@ PROTOCOL_ERROR = 0x1
 FLOW_CONTROL_ERROR = 0x3
 FRAME_SIZE_ERROR = 0x6
 REFUSED_STREAM = 0x7
+CANCEL = 0x8
 COMPRESSION_ERROR = 0x9
 ENHANCE_YOUR_CALM = 0xB
 
 DEFAULT_WINDOW = 65_535
 DEFAULT_MAX_FRAME = 16_384
 MAX_WINDOW = 2**31 - 1
+
+
+class ProtocolError(Exception):
+    """A connection error (RFC 9113 §5.4.1): answered with GOAWAY ``code``."""
+
+    def __init__(self, code: int, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def unpad(payload: memoryview) -> memoryview:
+    """A PADDED frame's payload without its pad length and padding."""
+    pad = payload[0]
+    if pad >= len(payload):
+        raise ProtocolError(PROTOCOL_ERROR, "padding exceeds the frame")
+    return payload[1 : len(payload) - pad]
+
 
 _HEAD = struct.Struct(">I B I")  # 24-bit length and type packed in the first word
 _SETTING = struct.Struct(">HI")
