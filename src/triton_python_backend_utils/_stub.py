@@ -231,7 +231,11 @@ class Stub:
 
 
 def serve(fd: int) -> None:
-    signal.signal(signal.SIGINT, signal.SIG_IGN)  # the server decides when we stop
+    # The server decides when we stop, as Triton's stub: Ctrl-C, or a process manager that
+    # signals the whole group (systemd's default), must not end a model while the server
+    # drains.  The stub exits when its socket to the server closes.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_IGN)
     sock = socket.socket(fileno=fd)
     sock.setblocking(True)
     data, fds = _wire.recv_frame(sock)

@@ -77,3 +77,20 @@ class TritonPythonModel:
     assert responses[-1].error.message == "Stub process 'repeat_0_0' is not healthy."
     responses = stream(server, request("repeat", {"IN": np.array([1], dtype=np.int32)}))
     assert [r.error for r in responses] == [None, None]
+
+
+def test_a_signal_to_the_whole_group_leaves_the_stubs_to_the_server(repo, serve):
+    """systemd stops a service by sending SIGTERM (and Ctrl-C sends SIGINT) to every
+    process of it: the stubs ignore both, as Triton's do, and go on serving while the
+    server drains; the server alone decides when they stop."""
+    import os
+    import signal
+
+    add_sub(repo)
+    server = serve(repo)
+    instance = instances(server, "add_sub")[0]
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        os.kill(instance.pid, sig)
+        out = server.infer("add_sub", {"INPUT0": A, "INPUT1": B})
+        np.testing.assert_array_equal(out["OUTPUT0"], A + B)
+    assert instance.restarts == 0
