@@ -166,44 +166,57 @@ def _grpc_flags(serve: argparse.ArgumentParser) -> None:
         help="naiad: HTTP/2 framed in the event loop (default, faster); grpcio: grpc.aio",
     )
     # naiad's limits on what one client may make the server hold (docs/security.md).
-    for flag, default, metavar, what in (
-        ("--grpc-max-receive-message-size", 64 * 1024 * 1024, "BYTES",
+    for flag, field, metavar, what in (
+        ("--grpc-max-receive-message-size", "grpc_max_receive_message_size", "BYTES",
          "largest request message; a larger one is answered RESOURCE_EXHAUSTED"),
-        ("--grpc-max-concurrent-streams", 100, "N", "rpcs in progress on one connection"),
-        ("--grpc-max-header-list-size", 16 * 1024, "BYTES", "a request's metadata (header list)"),
-        ("--grpc-max-receive-buffer-size", 256 * 1024 * 1024, "BYTES",
+        ("--grpc-max-concurrent-streams", "grpc_max_concurrent_streams", "N",
+         "rpcs in progress on one connection"),
+        ("--grpc-max-header-list-size", "grpc_max_header_list_size", "BYTES",
+         "a request's metadata (header list)"),
+        ("--grpc-max-receive-buffer-size", "grpc_max_receive_buffer_size", "BYTES",
          "request bytes one connection may hold beyond its stream windows"),
-        ("--grpc-handshake-timeout", 20_000, "MS", "time a new connection has for its preface"),
-        ("--grpc-max-connection-idle", 0, "MS", "GOAWAY a connection without calls this long; 0: never"),
-        ("--grpc-send-timeout", 60_000, "MS",
+        ("--grpc-handshake-timeout", "grpc_handshake_timeout_ms", "MS",
+         "time a new connection has for its preface"),
+        ("--grpc-max-connection-idle", "grpc_max_connection_idle_ms", "MS",
+         "GOAWAY a connection without calls this long; 0: never"),
+        ("--grpc-send-timeout", "grpc_send_timeout_ms", "MS",
          "reset an rpc whose client takes none of its response this long; 0: never"),
     ):  # fmt: skip
+        default = _default(field)
         serve.add_argument(
             flag, type=int, default=default, metavar=metavar, help=f"{what} (default: {default})"
         )
 
 
+def _default(field: str) -> object:
+    """A server option's default, written once, in :class:`ServerOptions`."""
+    return ServerOptions.__dataclass_fields__[field].default
+
+
 def _http_limit_flags(serve: argparse.ArgumentParser) -> None:
     """What one HTTP client may cost (naiad.frontends.http.limits; docs/security.md)."""
     limits = serve.add_argument_group("HTTP limits (naiad; defaults after nginx and Node)")
-    for flag, default, unit, text in (
-        ("--http-max-input-size", 64 * 1024 * 1024, "BYTES", "largest request body (400)"),
-        ("--http-max-url-size", 8 * 1024, "BYTES", "longest request URL (414)"),
-        ("--http-max-header-size", 8 * 1024, "BYTES", "largest header field (431)"),
-        ("--http-max-head-size", 32 * 1024, "BYTES", "largest request head in all (431)"),
-        ("--http-max-header-count", 100, "N", "most header fields in a request (431)"),
-        ("--http-max-connections", 4096, "N", "most open connections (503 past it)"),
+    for name, unit, text in (
+        ("max-input-size", "BYTES", "largest request body (400)"),
+        ("max-url-size", "BYTES", "longest request URL (414)"),
+        ("max-header-size", "BYTES", "largest header field (431)"),
+        ("max-head-size", "BYTES", "largest request head in all (431)"),
+        ("max-header-count", "N", "most header fields in a request (431)"),
+        ("max-connections", "N", "most open connections (503 past it)"),
     ):
+        default = _default("http_" + name.replace("-", "_"))
         limits.add_argument(
-            flag, type=int, default=default, metavar=unit, help=f"{text}; default {default}"
-        )
-    for flag, seconds, text in (
-        ("--http-header-timeout-secs", 60.0, "for a whole request head to arrive (408)"),
-        ("--http-body-timeout-secs", 60.0, "between two reads of a request body (408)"),
-        ("--http-keepalive-timeout-secs", 75.0, "an idle keep-alive connection is kept"),
+            f"--http-{name}", type=int, default=default, metavar=unit,
+            help=f"{text}; default {default}",
+        )  # fmt: skip
+    for name, text in (
+        ("header-timeout-secs", "for a whole request head to arrive (408)"),
+        ("body-timeout-secs", "between two reads of a request body (408)"),
+        ("keepalive-timeout-secs", "an idle keep-alive connection is kept"),
     ):
+        seconds = _default("http_" + name.replace("-", "_"))
         limits.add_argument(
-            flag, type=float, default=seconds, metavar="SECS",
+            f"--http-{name}", type=float, default=seconds, metavar="SECS",
             help=f"seconds {text}; 0 = no limit; default {seconds:g}",
         )  # fmt: skip
 

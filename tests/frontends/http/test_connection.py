@@ -7,6 +7,7 @@ import asyncio
 import socket
 from typing import Any
 
+from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
@@ -49,7 +50,7 @@ class _App:
 class _Frontend:
     def __init__(self, app: _App) -> None:
         self.app = app
-        self.limits = HttpLimits(max_input_size=1 << 20)
+        self.limits = HttpLimits.from_options(ServerOptions(http_max_input_size=1 << 20))
         self.loop = asyncio.get_running_loop()
         self.connections: set[HttpConnection] = set()
 

@@ -1,8 +1,9 @@
 """What one HTTP/1.1 client may cost the server: sizes of a request head, time, connections.
 
-Every bound a peer could otherwise stretch without limit is here, with nginx's
-and Node's choices as the defaults (``docs/security.md`` lists them with their
-flags).  The body limit is Triton's ``--http-max-input-size``.
+Every bound a peer could otherwise stretch without limit is here; the defaults
+(nginx's and Node's choices) are :class:`~naiad.core.options.ServerOptions`',
+and ``docs/security.md`` lists them with their flags.  The body limit is
+Triton's ``--http-max-input-size``.
 """
 
 from __future__ import annotations
@@ -17,24 +18,24 @@ if TYPE_CHECKING:
 @dataclass(frozen=True)
 class HttpLimits:
     #: the request body, after decompression too (Triton's --http-max-input-size)
-    max_input_size: int = 64 * 1024 * 1024
+    max_input_size: int
     #: the request target (path and query): 414 past it
-    max_url_size: int = 8 * 1024
+    max_url_size: int
     #: one header field, name and value: 431 past it
-    max_header_size: int = 8 * 1024
+    max_header_size: int
     #: the whole head (request line and every header): 431 past it
-    max_head_size: int = 32 * 1024
+    max_head_size: int
     #: header fields in one request: 431 past it
-    max_header_count: int = 100
+    max_header_count: int
     # Timeouts in seconds; 0 turns one off.
     #: seconds for a whole request head to arrive, from its first byte (408)
-    header_timeout: float = 60.0
+    header_timeout: float
     #: seconds between two reads of a request body (408)
-    body_timeout: float = 60.0
+    body_timeout: float
     #: seconds an idle keep-alive connection is kept
-    keepalive_timeout: float = 75.0
+    keepalive_timeout: float
     #: open connections; at the cap the longest-idle one makes room, or a newcomer gets 503
-    max_connections: int = 4096
+    max_connections: int
 
     @classmethod
     def from_options(cls, options: ServerOptions) -> HttpLimits:
