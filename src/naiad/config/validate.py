@@ -11,7 +11,6 @@ from __future__ import annotations
 from collections.abc import Sequence
 
 from naiad.config.errors import ConfigError
-from naiad.config.files import check_file_names
 from naiad.config.model_config_pb2 import (
     DataType,
     ModelConfig,
@@ -65,7 +64,6 @@ def validate_all(
         _check_instance_groups(config, gpus, problems)
         _check_warmup(config, problems)
     _check_misc(config, problems)
-    check_file_names(config, problems)
     return problems.errors(path, text)
 
 

@@ -108,7 +108,7 @@ class _ModelChecker:
             plain = self.plain_loader.complete_config(source)
         except Exception:
             plain = None
-        if plain is None or not self.missing_files(source, plain):
+        if plain is None or not self.missing_files(source, plain, self.versions(source, plain)):
             self.report.add(_line(source, failure))
         return None
 
@@ -125,13 +125,15 @@ class _ModelChecker:
                 )
         return select_versions(policy, available)
 
-    def missing_files(self, source: ModelSource, prepared: PreparedConfig) -> list[int]:
-        """The versions to load that lack their model file (each reported)."""
+    def missing_files(
+        self, source: ModelSource, prepared: PreparedConfig, versions: list[int]
+    ) -> list[int]:
+        """The ``versions`` that lack their model file (each reported)."""
         backend = prepared.backend
         if backend is None:
             return []
         missing = []
-        for version in self.versions(source, prepared):
+        for version in versions:
             path = backend.model_file(prepared.config, source.path, version)
             if path is not None and not path.exists():
                 self.report.add(
@@ -152,8 +154,9 @@ class _ModelChecker:
         backend = prepared.backend
         if backend is None:
             return
-        missing = set(self.missing_files(source, prepared))
-        versions = [v for v in self.versions(source, prepared) if v not in missing]
+        wanted = self.versions(source, prepared)
+        missing = set(self.missing_files(source, prepared, wanted))
+        versions = [v for v in wanted if v not in missing]
         for version in versions:
             try:
                 signature = backend.model_signature(prepared.config, source.path, version)

@@ -365,10 +365,8 @@ def load_error(entry: ModelEntry, keep: frozenset[int], unreadable: bool) -> Nai
     reasons = []
     for version, mv in sorted(entry.versions.items()):
         reload_error = mv.extra.pop("reload_error", None)
-        if version not in entry.selected:
-            continue  # no longer selected by the policy: unloaded, not failed
-        if version in keep and mv.state is not ModelState.UNAVAILABLE:
-            continue  # kept serving; a failed one was loaded again and failed again
+        if version in keep or version not in entry.selected:
+            continue  # kept serving (READY versions only), or unloaded by the policy
         if mv.state is ModelState.UNAVAILABLE:
             reasons.append((version, mv.reason))
         elif reload_error is not None:

@@ -97,9 +97,9 @@ UNARY: dict[str, tuple[Callable[..., Any], type[Message], type[Message]]] = {
 
 def build(
     dp: DataPlane,
-    restricted: dict[str, Rule] | None = None,
-    forward: re.Pattern[str] | None = None,
-    stream_bytes: int = 256 * 1024 * 1024,
+    restricted: dict[str, Rule] | None,
+    forward: re.Pattern[str] | None,
+    stream_bytes: int,
 ) -> dict[str, grpc.RpcMethodHandler]:
     """Every rpc of the service, ready for ``add_registered_method_handlers``;
     ``stream_bytes``: request bytes one ``ModelStreamInfer`` stream may have in the server."""

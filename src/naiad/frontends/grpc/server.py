@@ -150,8 +150,7 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
     """Serve ``inference.GRPCInferenceService`` and the health service on
     ``options.grpc_address:grpc_port`` (0 = a free port), with the transport
     ``options.grpc_transport`` names."""
-    Limits.of(options)  # refuses nonsense limits whichever transport serves
-    services = {
+    services = {  # method_handlers refuses nonsense limits, whichever transport serves
         handlers.SERVICE: method_handlers(dataplane, options),
         health.SERVICE: health.handlers(dataplane),
     }

@@ -60,8 +60,8 @@ class ModelStreamInfer:
     def __init__(
         self,
         dataplane: DataPlane,
-        forward: re.Pattern[str] | None = None,
-        max_bytes: int = 256 * 1024 * 1024,
+        forward: re.Pattern[str] | None,
+        max_bytes: int,
     ) -> None:
         self.dp = dataplane
         self.forward = forward
