@@ -17,7 +17,7 @@ from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
-from naiad.core.options import ServerOptions
+from naiad.engine.options import ServerOptions
 from naiad.repository.sources import is_url
 
 log = logging.getLogger("naiad")
@@ -577,7 +577,7 @@ def _repository_problem(options: ServerOptions) -> str:
 
 
 def check(repositories: list[str], disable_auto_complete: bool) -> int:
-    from naiad.core.check import check_repositories
+    from naiad.engine.check import check_repositories
 
     report = check_repositories(
         [Path(r) for r in repositories], disable_auto_complete_config=disable_auto_complete
@@ -597,7 +597,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     options = options_from_args(args)
     logs.configure(options.log_verbose, options.log_format, options.log_file)
-    from naiad.core.settings import LogSettings
+    from naiad.engine.settings import LogSettings
 
     LogSettings.from_options(options).apply()  # the --log-info/warning/error switches
     loop = new_event_loop()

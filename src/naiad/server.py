@@ -17,10 +17,10 @@ from typing import Any, TypeVar
 import numpy as np
 
 from naiad.core import datatypes
-from naiad.core.dataplane import DataPlane
 from naiad.core.errors import Unavailable
-from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+from naiad.engine.dataplane import DataPlane
+from naiad.engine.options import ServerOptions
 from naiad.frontends.ports import reserved, start_error
 from naiad.loop_thread import LoopThread
 from naiad.repository import is_url

@@ -16,7 +16,7 @@ def test_core_imports_no_web_or_grpc_library():
     import sys
 
     code = (
-        "import sys, naiad.core.dataplane, naiad.server;"
+        "import sys, naiad.engine.dataplane, naiad.server;"
         "bad=[m for m in ('grpc','httptools','aiohttp') if m in sys.modules];"
         "print(','.join(bad))"
     )

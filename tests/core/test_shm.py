@@ -19,9 +19,7 @@ from support import onnx_models
 from support.onnx_models import write_config
 
 from naiad.core import datatypes
-from naiad.core.dataplane import DataPlane
 from naiad.core.errors import AlreadyExists, Internal, InvalidArgument, NotFound, Unsupported
-from naiad.core.options import ServerOptions
 from naiad.core.shm import DISABLED, SharedMemoryManager
 from naiad.core.shm.cuda import CudaError, load_runtime
 from naiad.core.types import (
@@ -31,6 +29,8 @@ from naiad.core.types import (
     RequestedOutput,
     SharedMemoryRef,
 )
+from naiad.engine.dataplane import DataPlane
+from naiad.engine.options import ServerOptions
 
 pytestmark = pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
 

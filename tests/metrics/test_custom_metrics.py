@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 from metrics.helpers import add_simple, samples, scrape
 
-from naiad.core.registry import ModelRegistry
+from naiad.engine.registry import ModelRegistry
 from naiad.metrics import MetricKind, MetricsRegistry, ModelMetrics
 from naiad.metrics.config import MetricsConfig
 

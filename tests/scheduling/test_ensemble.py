@@ -11,8 +11,8 @@ from scheduling.ensemble_models import branches, expected, fanout, outer, pipeli
 
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
-from naiad.core.registry import ModelState
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
+from naiad.engine.registry import ModelState
 
 IMAGE = (np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3) * 7) % 251
 

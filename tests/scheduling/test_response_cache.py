@@ -6,8 +6,8 @@ import numpy as np
 from scheduling_helpers import Recorder, make_server, request, stats, write_model
 
 from naiad.core import datatypes
-from naiad.core.cache import ResponseCache, parse_size
 from naiad.core.types import InferenceRequest, InferInput, OutputTensor, RequestedOutput
+from naiad.engine.cache import ResponseCache, parse_size
 
 CACHED = "response_cache { enable: true }\n"
 CACHE = {"local": {"size": "1MB"}}

@@ -11,15 +11,47 @@ elsewhere (the Python backend's processes) may instead implement
 from __future__ import annotations
 
 import abc
-from collections.abc import Callable
+import asyncio
+from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, ClassVar, Protocol
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.config.model_signature import ModelSignature
     from naiad.core.types import InferenceRequest, InferenceResponse
+    from naiad.metrics import MetricsRegistry
+
+
+class ServerCalls(Protocol):
+    """What a model may ask of the server it is loaded in.
+
+    BLS requests from a Python model and the steps of an ensemble go through
+    these calls exactly as a frontend's requests do, so the callee's
+    scheduler, batcher and statistics apply.  The engine's data plane is the
+    implementation; this interface lets backends and schedulers, which sit
+    below the engine, call it without importing it.
+    """
+
+    #: The loop the server's schedulers run on (None before it starts).
+    event_loop: asyncio.AbstractEventLoop | None
+    #: Where a model's custom metrics (``pb_utils.MetricFamily``) live.
+    metrics: MetricsRegistry
+
+    def infer_stream(
+        self, request: InferenceRequest
+    ) -> AsyncGenerator[InferenceResponse, None]: ...
+
+    def is_decoupled(self, name: str, version: str = "") -> bool: ...
+
+    def model_ready(self, name: str, version: str = "") -> bool: ...
+
+    async def load_model(
+        self, name: str, config_json: str | None = None, files: dict[str, bytes] | None = None
+    ) -> None: ...
+
+    async def unload_model(self, name: str, unload_dependents: bool = False) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -42,8 +74,8 @@ class LoadContext:
     version: int
     model_dir: Path
     config: ModelConfig
-    # Server-side services a backend may use (BLS, model control, logging...).
-    services: Any = None
+    #: The server, for backends whose models call back into it (BLS, model control).
+    services: ServerCalls | None = None
     options: dict[str, str] = field(default_factory=dict)
 
     @property

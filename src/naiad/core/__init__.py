@@ -1,4 +1,4 @@
-"""The protocol-neutral core: tensors, requests, responses, errors, models."""
+"""The bottom layer: tensors, datatypes, requests, responses, errors; imports nothing else of naiad."""
 
 from naiad.core.errors import Kind, NaiadError
 from naiad.core.types import (

@@ -22,8 +22,8 @@ from typing import TYPE_CHECKING
 from naiad.frontends.http.limits import HttpLimits
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
-    from naiad.core.options import ServerOptions
+    from naiad.engine.dataplane import DataPlane
+    from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad")
 

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from naiad.core.errors import Unavailable
 
 if TYPE_CHECKING:
-    from naiad.core.options import ServerOptions
+    from naiad.engine.options import ServerOptions
 
 
 @dataclass(frozen=True)

@@ -12,13 +12,13 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
-from naiad.core.registry import ModelState
+from naiad.core.model_state import ModelState
 from naiad.core.stats import FAILURE_REASONS, ModelStats
 from naiad.metrics.exposition import FamilySnapshot, Labels, Sample, sorted_labels
 from naiad.metrics.latency import FIRST_RESPONSE_FAMILY, LatencyRecorder
 
 if TYPE_CHECKING:
-    from naiad.core.registry import ModelRegistry, ModelVersion
+    from naiad.engine.registry import ModelRegistry, ModelVersion
     from naiad.metrics.config import MetricsConfig
 
 _LIVE = (ModelState.READY, ModelState.UNLOADING)

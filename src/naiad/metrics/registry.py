@@ -1,6 +1,6 @@
 """The metrics registry a server owns: custom families plus collectors read on scrape.
 
-One registry per :class:`~naiad.core.dataplane.DataPlane`, never a
+One registry per :class:`~naiad.engine.dataplane.DataPlane`, never a
 module-level global, so two servers in one process keep separate series.
 Per-model ``nv_*`` metrics and the CPU/GPU gauges are *collectors*: they
 read counters that already exist (``ModelStats``, ``/proc``, NVML) when

@@ -1,5 +1,6 @@
 """Model repositories: finding models and versions in local folders or behind URLs."""
 
+from naiad.repository.base import LocalRepository, Repository
 from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import (
     ModelSource,
@@ -9,7 +10,7 @@ from naiad.repository.local import (
     scan,
     select_versions,
 )
-from naiad.repository.sources import Catalog, LocalRepository, Repositories, Repository, is_url
+from naiad.repository.sources import Catalog, Repositories, is_url
 
 __all__ = [
     "Catalog",

@@ -23,10 +23,10 @@ from pathlib import Path
 from typing import Any
 
 from naiad.core.errors import InvalidArgument, Unavailable
+from naiad.repository.base import Repository
 from naiad.repository.fingerprint import ModelFingerprint, fingerprint_entries
 from naiad.repository.local import ModelSource
 from naiad.repository.overrides import safe_relative
-from naiad.repository.sources import Repository
 
 #: The naiad extra that installs each protocol's fsspec filesystem.
 EXTRAS = {

@@ -12,8 +12,8 @@ from typing import Any
 
 from naiad.config import config_to_dict
 from naiad.core.errors import NaiadError, Unavailable
-from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, RequestedOutput
+from naiad.engine.options import ServerOptions
 from naiad.loop_thread import LoopThread
 from naiad.runner.client import Call, Client
 from naiad.runner.result import InferResult, Output

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from naiad.core.errors import InvalidArgument
-from naiad.core.options import ServerOptions
+from naiad.engine.options import ServerOptions
 
 
 class _Parser(argparse.ArgumentParser):

@@ -25,6 +25,7 @@ from naiad.scheduling.ensemble_graph import EnsembleGraph
 from naiad.scheduling.ensemble_run import EnsembleRun
 
 if TYPE_CHECKING:
+    from naiad.backends.base import ServerCalls
     from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest, InferenceResponse
     from naiad.scheduling.admission import ModelAdmission
@@ -38,7 +39,7 @@ class EnsembleScheduler(Scheduler):
         stats: ModelStats,
         *,
         graph: EnsembleGraph,
-        services: Any,
+        services: ServerCalls,
         decoupled: bool = False,
         admission: ModelAdmission | None = None,
         **_: Any,

@@ -1,7 +1,7 @@
 """Ensembles and the models they compose: loading order and what depends on what.
 
 Loading an ensemble needs its composing models READY.  Model control
-(``naiad.core.model_control``) loads them before the ensemble; one that is
+(``naiad.engine.model_control``) loads them before the ensemble; one that is
 still loading when the ensemble gets here (a load that did not go through
 model control) is waited for.  Waiting polls the registry with a short
 back-off rather than hooking every exit of the loader's ``load``; a cycle
@@ -18,10 +18,10 @@ import asyncio
 from typing import TYPE_CHECKING
 
 from naiad.core.errors import InvalidArgument
-from naiad.core.registry import ModelState
+from naiad.core.model_state import ModelState
 
 if TYPE_CHECKING:
-    from naiad.core.registry import ModelRegistry, ModelVersion
+    from naiad.engine.registry import ModelRegistry, ModelVersion
 
 #: The loader's ``LOADING`` check: first and longest poll interval, in seconds.
 _FIRST_POLL_S = 0.001

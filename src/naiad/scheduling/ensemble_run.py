@@ -34,6 +34,7 @@ from naiad.core.types import (
 )
 
 if TYPE_CHECKING:
+    from naiad.backends.base import ServerCalls
     from naiad.core.datatypes import DataType
     from naiad.scheduling.ensemble_graph import EnsembleGraph, Step
 
@@ -68,7 +69,7 @@ class EnsembleRun:
     def __init__(
         self,
         graph: EnsembleGraph,
-        services: Any,
+        services: ServerCalls,
         request: InferenceRequest,
         decoupled: bool,
     ) -> None:

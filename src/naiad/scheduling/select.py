@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
+from naiad.core.errors import Internal
 from naiad.scheduling.default import DefaultScheduler
 from naiad.scheduling.dynamic import DynamicBatcher
 from naiad.scheduling.ensemble import EnsembleScheduler
@@ -14,7 +15,7 @@ from naiad.scheduling.sequence import SequenceBatcher
 if TYPE_CHECKING:
     from pathlib import Path
 
-    from naiad.backends.base import InstanceSpec, ModelInstance
+    from naiad.backends.base import InstanceSpec, ModelInstance, ServerCalls
     from naiad.config import ModelConfig
     from naiad.core.stats import ModelStats
     from naiad.scheduling.admission import AdmissionControl
@@ -34,7 +35,7 @@ def make_scheduler(
     admission: AdmissionControl | None = None,
     model_dir: Path | None = None,
     ensemble: EnsembleGraph | None = None,
-    services: Any = None,
+    services: ServerCalls | None = None,
 ) -> Scheduler:
     """The dynamic batcher when configured, else the default scheduler.
 
@@ -48,6 +49,8 @@ def make_scheduler(
     gate = admission.for_model(config.name, config) if admission is not None else None
     kwargs: dict[str, Any] = {"decoupled": decoupled, "slots": slots, "admission": gate}
     if ensemble is not None:
+        if services is None:
+            raise Internal(f"ensemble '{config.name}' needs the server to run its steps")
         return EnsembleScheduler(
             stats, graph=ensemble, services=services, decoupled=decoupled, admission=gate
         )

@@ -8,7 +8,7 @@ from dataclasses import replace
 import pytest
 
 from naiad.cli import build_parser, options_from_args
-from naiad.core.options import ServerOptions
+from naiad.engine.options import ServerOptions
 from naiad.frontends.grpc.http2.limits import Limits
 
 

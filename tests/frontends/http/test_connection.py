@@ -7,8 +7,8 @@ import asyncio
 import socket
 from typing import Any
 
-from naiad.core.options import ServerOptions
 from naiad.core.types import InferenceRequest
+from naiad.engine.options import ServerOptions
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
 from naiad.frontends.http.protocol import HttpConnection
@@ -67,10 +67,15 @@ class _Frontend:
         self.connections.discard(conn)
 
 
+def _connection(app: _App) -> HttpConnection:
+    frontend = _Frontend(app)
+    return HttpConnection(frontend, frontend.app, frontend.limits)  # type: ignore[arg-type]
+
+
 async def test_disconnect_cancels_the_request_in_flight() -> None:
     app = _App()
     app.gate = asyncio.get_running_loop().create_future()
-    conn = HttpConnection(_Frontend(app))  # type: ignore[arg-type]
+    conn = _connection(app)
     transport = _Transport()
     conn.connection_made(transport)
     conn.data_received(b"POST /v2/models/m/infer HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
@@ -88,7 +93,7 @@ async def test_disconnect_cancels_the_request_in_flight() -> None:
 async def test_pipelined_requests_wait_for_the_one_in_flight() -> None:
     app = _App()
     app.gate = asyncio.get_running_loop().create_future()
-    conn = HttpConnection(_Frontend(app))  # type: ignore[arg-type]
+    conn = _connection(app)
     transport = _Transport()
     conn.connection_made(transport)
     one = b"POST /v2/models/m/infer HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
@@ -108,7 +113,7 @@ async def _accepted(app: _App) -> tuple[HttpConnection, socket.socket]:
     server_end, client_end = socket.socketpair()
     client_end.setblocking(False)
     _, conn = await asyncio.get_running_loop().connect_accepted_socket(
-        lambda: HttpConnection(_Frontend(app)),  # type: ignore[arg-type]
+        lambda: _connection(app),
         server_end,
     )
     return conn, client_end

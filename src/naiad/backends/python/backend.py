@@ -22,7 +22,7 @@ from naiad.backends.python import launcher
 from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
 from naiad.backends.python.thread import ThreadHost, ThreadInstance
-from naiad.core.errors import InvalidArgument, Unavailable
+from naiad.core.errors import Internal, InvalidArgument, Unavailable
 from triton_python_backend_utils._runner import ModelRunner
 
 if TYPE_CHECKING:
@@ -113,6 +113,8 @@ class PythonBackend(Backend):
             "model_version": str(ctx.version),
             "model_name": ctx.name,
         }
+        if ctx.services is None:
+            raise Internal("a Python model is loaded only by a running server (it may call BLS)")
         services = Services(ctx.services)
         mode = _parameter(config, "NAIAD_EXECUTION_MODE") or ctx.options.get(
             "execution-mode", "process"

@@ -11,10 +11,13 @@ import asyncio
 import threading
 import weakref
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError, NotFound, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse
+
+if TYPE_CHECKING:
+    from naiad.backends.base import ServerCalls
 
 OnResponse = Callable[[InferenceResponse], None]
 
@@ -34,8 +37,8 @@ def _decoupled_error(model: str) -> Unsupported:
 class Services:
     """BLS, model control and custom metrics for one Python model instance."""
 
-    def __init__(self, dataplane: Any) -> None:
-        self.dataplane = dataplane
+    def __init__(self, server: ServerCalls) -> None:
+        self.server = server
         # Custom metrics, by the ids the model side gives them (a restarted
         # stub starts again from 1 and overwrites).
         self._families: dict[int, Any] = {}
@@ -48,8 +51,8 @@ class Services:
         """Run ``request``; every response goes to ``on_response``, the last with ``final``."""
         try:
             if not decoupled:
-                mv = self.dataplane.registry.get(request.model_name, request.model_version)
-                if mv.signature is not None and mv.signature.decoupled:
+                version = "" if request.model_version is None else str(request.model_version)
+                if self.server.is_decoupled(request.model_name, version):
                     raise _decoupled_error(request.model_name)
             stream = self._stream(request, on_response)
             if request.timeout_us > 0:
@@ -63,12 +66,12 @@ class Services:
             on_response(InferenceResponse(error=exc))
 
     async def _stream(self, request: InferenceRequest, on_response: OnResponse) -> None:
-        async for response in self.dataplane.infer_stream(request):
+        async for response in self.server.infer_stream(request):
             on_response(response)
 
     async def model_control(self, op: str, body: dict[str, Any]) -> Any:
         """load / unload / ready; raises NaiadError for the model to see."""
-        dp = self.dataplane
+        dp = self.server
         name = body["name"]
         if op == "load":
             files = {k: bytes.fromhex(v) for k, v in (body.get("files") or {}).items()}
@@ -88,7 +91,7 @@ class Services:
 
     def metric(self, op: str, body: dict[str, Any]) -> Any:
         """Apply one ``pb_utils`` metrics operation; ValueError for the model to see."""
-        registry = self.dataplane.metrics
+        registry = self.server.metrics
         if op == "family":
             family = registry.family(body["n"], body["d"], body["k"])
             self._families[body["f"]] = family
@@ -99,10 +102,10 @@ class Services:
                     users[family.name] = users.get(family.name, 0) + 1
             return None
         if op == "metric":
-            family = self._families.get(body["f"])
-            if family is None:
+            known = self._families.get(body["f"])
+            if known is None:
                 raise ValueError("unknown metric family")
-            self._metrics[body["m"]] = family.metric(body.get("l"), body.get("b"))
+            self._metrics[body["m"]] = known.metric(body.get("l"), body.get("b"))
             return None
         metric = self._metrics.get(body["m"])
         if metric is None:
@@ -124,7 +127,7 @@ class Services:
 
     def release_metrics(self) -> None:
         """The instance is gone: drop the families no other instance uses."""
-        registry = self.dataplane.metrics
+        registry = self.server.metrics
         with _users_lock:
             owned, self._owned = self._owned, {}
             users = _family_users.get(registry, {})

@@ -108,7 +108,7 @@ class ThreadHost:
         self.services = services
         self.decoupled = runner.decoupled
         self.iterative = runner.iterative
-        self.loop: asyncio.AbstractEventLoop | None = services.dataplane.event_loop
+        self.loop: asyncio.AbstractEventLoop | None = services.server.event_loop
 
     def _wait_for_loop(self) -> asyncio.AbstractEventLoop:
         """The server's loop, for a call that blocks until the loop answers it."""

@@ -27,7 +27,6 @@ import numpy as np
 from naiad.core import datatypes
 from naiad.core.datatypes import DataType
 from naiad.core.errors import Internal, InvalidArgument
-from naiad.core.registry import parse_version
 from naiad.core.types import (
     InferenceRequest,
     InferenceResponse,
@@ -37,6 +36,7 @@ from naiad.core.types import (
     RequestedOutput,
     SharedMemoryRef,
 )
+from naiad.engine.registry import parse_version
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 
 _UINT64 = 1 << 64

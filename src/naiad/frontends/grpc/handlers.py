@@ -26,7 +26,7 @@ from naiad.frontends.grpc.restricted import CATEGORIES, Rule, allowed, refusal
 from naiad.frontends.grpc.stream import ModelStreamInfer
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 log = logging.getLogger("naiad.grpc")
 

@@ -16,7 +16,7 @@ import grpc
 from naiad.frontends.grpc import health_pb2
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 SERVICE = "grpc.health.v1.Health"
 

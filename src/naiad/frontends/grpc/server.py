@@ -28,8 +28,8 @@ from naiad.frontends.grpc.restricted import parse_restricted
 from naiad.frontends.listener import tls_context
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
-    from naiad.core.options import ServerOptions
+    from naiad.engine.dataplane import DataPlane
+    from naiad.engine.options import ServerOptions
 
 #: Triton sets both message limits to INT32_MAX; grpc's default receive limit is 4 MiB.
 #: naiad sends any size, and receives up to --grpc-max-receive-message-size.

@@ -18,7 +18,7 @@ from naiad.core.errors import InvalidArgument, NotFound, Unsupported
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 
 # -- health and metadata -------------------------------------------------------------

@@ -28,7 +28,7 @@ from naiad.frontends.grpc.errors import status_of
 from naiad.frontends.grpc.restricted import forward_headers, trace_context
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 log = logging.getLogger("naiad.grpc")
 

@@ -17,8 +17,8 @@ from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
-    from naiad.core.options import ServerOptions
+    from naiad.engine.dataplane import DataPlane
+    from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad.http")
 

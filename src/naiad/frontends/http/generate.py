@@ -18,7 +18,7 @@ from naiad.frontends.http.errors import status_of
 from naiad.frontends.http.message import REASONS, Request, Response, json_response
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 _SCALARS = (str, int, float, bool)
 _SSE_HEAD = (

@@ -22,7 +22,7 @@ from naiad.frontends.http.message import (
 )
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 
 def _json_body(req: Request, *, optional: bool = False) -> Any:

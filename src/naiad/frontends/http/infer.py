@@ -19,7 +19,7 @@ from naiad.frontends.http.encode import encode_infer
 from naiad.frontends.http.message import JSON, OCTET, Request, Response, error_response
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
+    from naiad.engine.dataplane import DataPlane
 
 _RESERVED_HEADERS = frozenset(
     ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers",

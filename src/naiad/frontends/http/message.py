@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http.errors import error_body, status_of
 
 if TYPE_CHECKING:
     from naiad.core.types import InferenceRequest
-    from naiad.frontends.http.protocol import HttpConnection
 
 Blob = bytes | bytearray | memoryview
 
@@ -32,6 +31,16 @@ REASONS = {
 _STATUS_LINES = {code: f"HTTP/1.1 {code} {text}\r\n".encode() for code, text in REASONS.items()}
 
 
+class Stream(Protocol):
+    """The connection, for a handler that writes its own response (a server-sent event stream)."""
+
+    closed: bool
+
+    def write(self, data: bytes) -> None: ...
+
+    async def drain(self) -> None: ...
+
+
 class Request:
     """One parsed HTTP request; ``body`` is the complete (still compressed) body."""
 
@@ -44,7 +53,7 @@ class Request:
         headers: dict[str, str],
         body: bytes,
         keep_alive: bool,
-        conn: HttpConnection,
+        conn: Stream,
     ) -> None:
         self.method = method
         self.path = path

@@ -35,10 +35,11 @@ from naiad.frontends.http.message import (
     error_response,
     naiad_error_response,
 )
-from naiad.frontends.listener import has_unread
+from naiad.frontends.listener import Listener, has_unread
 
 if TYPE_CHECKING:
-    from naiad.frontends.http.server import HttpFrontend
+    from naiad.frontends.http.app import HttpApp
+    from naiad.frontends.http.limits import HttpLimits
 
 log = logging.getLogger("naiad.http")
 
@@ -69,7 +70,7 @@ class HttpConnection(asyncio.Protocol):
     # Slots: past ~30 attributes an instance dict stops sharing its keys, and every
     # attribute access on the hot path falls off CPython's fast path.
     __slots__ = (
-        "frontend", "app", "limits", "limit", "loop", "transport", "parser", "_url",
+        "listener", "app", "limits", "limit", "loop", "transport", "parser", "_url",
         "_headers", "_body", "_size", "_chunks", "_error", "_pending", "_current",
         "_reading_paused", "_writing_paused", "_drain", "_head_open", "_in_message",
         "_head_bytes", "_head_left", "_repeated", "_max_field", "_max_fields", "_small",
@@ -77,12 +78,12 @@ class HttpConnection(asyncio.Protocol):
         "_eof", "_tls", "closed", "shutting_down",
     )  # fmt: skip
 
-    def __init__(self, frontend: HttpFrontend) -> None:
-        self.frontend = frontend
-        self.app = frontend.app
-        self.limits = frontend.limits
-        self.limit = self.limits.max_input_size
-        self.loop = frontend.loop
+    def __init__(self, listener: Listener, app: HttpApp, limits: HttpLimits) -> None:
+        self.listener = listener
+        self.app = app
+        self.limits = limits
+        self.limit = limits.max_input_size
+        self.loop = listener.loop
         self.transport: asyncio.Transport | None = None
         self.parser = httptools.HttpRequestParser(self)
         self._url = b""
@@ -109,9 +110,9 @@ class HttpConnection(asyncio.Protocol):
         self._check = True  # whether the callbacks check sizes (see data_received)
         #: loop time at which :meth:`timed_out` is due (0: none); read by the listener
         self.deadline = 0.0
-        self._head_wait = frontend.wait(self.limits.header_timeout)
-        self._body_wait = frontend.wait(self.limits.body_timeout)
-        self._idle_wait = frontend.wait(self.limits.keepalive_timeout)
+        self._head_wait = listener.wait(self.limits.header_timeout)
+        self._body_wait = listener.wait(self.limits.body_timeout)
+        self._idle_wait = listener.wait(self.limits.keepalive_timeout)
         self._lingering = 0.0  # when a lingering close must end (0: not lingering)
         self._eof = False  # the client shut its writing half
         self._tls = False
@@ -123,13 +124,13 @@ class HttpConnection(asyncio.Protocol):
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self._tls = transport.get_extra_info("sslcontext") is not None
-        if not self.frontend.admit(self):
+        if not self.listener.admit(self):
             self._write_now(_TOO_MANY, close=True)
             self.closed = True
             self.transport.close()  # type: ignore[union-attr]
             return
         # A new connection must start a request as soon as a kept-alive one must.
-        self.deadline = self.frontend.clock + self._head_wait
+        self.deadline = self.listener.clock + self._head_wait
 
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
@@ -139,7 +140,7 @@ class HttpConnection(asyncio.Protocol):
                 req.core.cancelled = True
         self._pending.clear()
         self._wake_writer()
-        self.frontend.connection_closed(self)
+        self.listener.connection_closed(self)
 
     def data_received(self, data: bytes) -> None:
         if self._lingering:
@@ -233,7 +234,7 @@ class HttpConnection(asyncio.Protocol):
         self._in_message = True
         self._head_bytes = 0
         self._head_left = self.limits.max_head_size  # URL and header fields still allowed
-        self.deadline = self.frontend.clock + self._head_wait
+        self.deadline = self.listener.clock + self._head_wait
 
     def on_url(self, url: bytes) -> None:
         self._url += url
@@ -298,7 +299,7 @@ class HttpConnection(asyncio.Protocol):
                 self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
-        self.deadline = self.frontend.clock + self._body_wait
+        self.deadline = self.listener.clock + self._body_wait
         self._size += len(body)
         if self._error is not None:
             if self._size > 2 * self.limit:
@@ -418,9 +419,9 @@ class HttpConnection(asyncio.Protocol):
             self.closed = True
             self.transport.close()
         elif not self._pending and not self._in_message:
-            self.deadline = self.frontend.clock + self._idle_wait
+            self.deadline = self.listener.clock + self._idle_wait
 
-    # -- used by streaming handlers and the frontend ------------------------------
+    # -- used by streaming handlers and the listener ------------------------------
 
     def write(self, data: bytes) -> None:
         if not self.closed and self.transport is not None:
@@ -503,7 +504,7 @@ class HttpConnection(asyncio.Protocol):
         if not self.idle or self.transport is None:
             return
         if has_unread(self.transport):
-            self.deadline = self.frontend.clock + self._head_wait
+            self.deadline = self.listener.clock + self._head_wait
             return
         self.closed = True
         self.transport.close()

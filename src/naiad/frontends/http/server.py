@@ -11,8 +11,8 @@ from naiad.frontends.http.protocol import HttpConnection
 from naiad.frontends.listener import Listener, tls_context
 
 if TYPE_CHECKING:
-    from naiad.core.dataplane import DataPlane
-    from naiad.core.options import ServerOptions
+    from naiad.engine.dataplane import DataPlane
+    from naiad.engine.options import ServerOptions
 
 
 class HttpFrontend(Listener):
@@ -37,6 +37,9 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> HttpFrontend:
     """Open the HTTP frontend on ``options.http_address:http_port`` (0 = a free port)."""
     frontend = HttpFrontend(dataplane, options)
     await frontend.listen(
-        lambda: HttpConnection(frontend), options.http_address, options.http_port, frontend.ssl
+        lambda: HttpConnection(frontend, frontend.app, frontend.limits),
+        options.http_address,
+        options.http_port,
+        frontend.ssl,
     )
     return frontend

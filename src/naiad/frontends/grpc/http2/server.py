@@ -19,7 +19,7 @@ from naiad.frontends.grpc.http2.limits import Limits
 from naiad.frontends.listener import Listener
 
 if TYPE_CHECKING:
-    from naiad.core.options import ServerOptions
+    from naiad.engine.options import ServerOptions
 
 
 class Http2Server(Listener):

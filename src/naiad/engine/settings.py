@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any
 from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
 
 if TYPE_CHECKING:
-    from naiad.core.options import ServerOptions
+    from naiad.engine.options import ServerOptions
 
 LOG_FORMATS = ("default", "ISO8601")
 

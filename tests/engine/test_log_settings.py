@@ -9,7 +9,7 @@ import re
 import pytest
 
 from naiad import logs
-from naiad.core.settings import LogSettings
+from naiad.engine.settings import LogSettings
 
 
 @pytest.fixture

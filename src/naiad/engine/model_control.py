@@ -22,19 +22,19 @@ from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
-from naiad.core.registry import ModelEntry, ModelRegistry, ModelState
-from naiad.core.repository_index import index_rows
+from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState
+from naiad.engine.repository_index import index_rows
+from naiad.repository import Catalog, Repositories, Repository
 from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import ModelSource
 from naiad.repository.overrides import remove_tree, write_model_files
 from naiad.repository.poll import PollPlan, plan_poll
-from naiad.repository.sources import Catalog, Repositories, Repository
 from naiad.scheduling.ensemble_deps import not_available
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-    from naiad.core.loader import ModelLoader
-    from naiad.core.options import ServerOptions
+    from naiad.engine.loader import ModelLoader
+    from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad")
 

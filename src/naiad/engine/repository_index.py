@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from naiad.core.registry import ModelRegistry, ModelState
+from naiad.engine.registry import ModelRegistry, ModelState
 
 if TYPE_CHECKING:
     from naiad.repository.sources import Catalog

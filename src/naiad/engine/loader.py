@@ -14,15 +14,15 @@ import time
 from collections.abc import Collection
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.backends.base import Backend, InstanceSpec, LoadContext
 from naiad.config import model_config_pb2 as pb
 from naiad.core.errors import NaiadError
-from naiad.core.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
 from naiad.core.signature import Signature
-from naiad.core.warmup import warm_up
+from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
+from naiad.engine.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
 from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
 from naiad.scheduling.ensemble import EnsembleReadiness, composing_decoupled
@@ -30,9 +30,10 @@ from naiad.scheduling.ensemble_deps import EnsembleDependencies, not_available
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 if TYPE_CHECKING:
+    from naiad.backends.base import ServerCalls
     from naiad.backends.registry import BackendRegistry
     from naiad.config import ModelConfig
-    from naiad.core.options import ServerOptions
+    from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad")
 
@@ -92,7 +93,7 @@ class ModelLoader:
         registry: ModelRegistry,
         backends: BackendRegistry,
         options: ServerOptions,
-        services: Any = None,
+        services: ServerCalls | None = None,
     ) -> None:
         self.registry = registry
         self.backends = backends

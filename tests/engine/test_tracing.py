@@ -11,9 +11,9 @@ import numpy as np
 import pytest
 from metrics.helpers import add_simple, simple_inputs
 
-from naiad.core.settings import TraceSettings
 from naiad.core.stats import ModelStats
-from naiad.core.tracing import Tracer
+from naiad.engine.settings import TraceSettings
+from naiad.engine.tracing import Tracer
 
 ACTIVITIES = [
     "REQUEST_START",

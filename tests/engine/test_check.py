@@ -7,7 +7,7 @@ from pathlib import Path
 from support import onnx_models
 from support.onnx_models import write_config
 
-from naiad.core.check import check_repositories
+from naiad.engine.check import check_repositories
 
 ONNX_IO = (
     'input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] }]\n'

@@ -8,10 +8,10 @@ versions.
 
 from __future__ import annotations
 
-import enum
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import InvalidArgument, NotFound, Unavailable
+from naiad.core.model_state import ModelState
 from naiad.core.stats import ModelStats
 
 if TYPE_CHECKING:
@@ -20,14 +20,6 @@ if TYPE_CHECKING:
     from naiad.core.signature import Signature
     from naiad.repository import ModelSource
     from naiad.scheduling import Scheduler
-
-
-class ModelState(enum.Enum):
-    UNKNOWN = "UNKNOWN"
-    LOADING = "LOADING"
-    READY = "READY"
-    UNLOADING = "UNLOADING"
-    UNAVAILABLE = "UNAVAILABLE"
 
 
 def parse_version(text: str) -> int | None:

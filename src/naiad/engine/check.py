@@ -18,9 +18,9 @@ from naiad.backends.registry import BackendRegistry
 from naiad.config import ConfigError
 from naiad.config.validate_signature import validate_signature
 from naiad.core.errors import NaiadError
-from naiad.core.loader import ModelLoader, PreparedConfig
-from naiad.core.options import ServerOptions
-from naiad.core.registry import ModelRegistry
+from naiad.engine.loader import ModelLoader, PreparedConfig
+from naiad.engine.options import ServerOptions
+from naiad.engine.registry import ModelRegistry
 from naiad.repository import ModelSource, scan, select_versions
 
 

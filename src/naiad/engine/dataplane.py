@@ -10,29 +10,29 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncGenerator
 from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
 from naiad.config import config_from_json
-from naiad.core.cache import cache_from_config, uses_cache
 from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
-from naiad.core.loader import ModelLoader
-from naiad.core.model_control import ModelControl
 from naiad.core.outputs import finish_response
-from naiad.core.registry import ModelRegistry, ModelState, ModelVersion, parse_version
-from naiad.core.settings import LogSettings, TraceSettings
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.stats import OTHER, failure_reason
-from naiad.core.tracing import Tracer
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.core.validation import validate_request
+from naiad.engine.cache import cache_from_config, uses_cache
+from naiad.engine.loader import ModelLoader
+from naiad.engine.model_control import ModelControl
+from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
+from naiad.engine.settings import LogSettings, TraceSettings
+from naiad.engine.tracing import Tracer
 from naiad.metrics import MetricsConfig, MetricsRegistry, ModelMetrics, SystemMetrics
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-    from naiad.core.options import ServerOptions
+    from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad")
 
@@ -256,7 +256,9 @@ class DataPlane:
         signature = self.registry.get(name, parse_version(version)).signature
         return signature is not None and signature.decoupled
 
-    async def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
+    async def infer_stream(
+        self, request: InferenceRequest
+    ) -> AsyncGenerator[InferenceResponse, None]:
         """Every response of a request (several for decoupled models), errors included.
 
         Validation errors are raised before the first response.
