@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from naiad.backends.base import ServerCalls
     from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest, InferenceResponse
+    from naiad.engine.registry import ModelRegistry
     from naiad.scheduling.admission import ModelAdmission
 
 
@@ -85,7 +86,7 @@ class EnsembleScheduler(Scheduler):
 class EnsembleReadiness(ModelInstance):
     """Stands for the ensemble's instances: ready while every composing model is."""
 
-    def __init__(self, registry: Any, graph: EnsembleGraph) -> None:
+    def __init__(self, registry: ModelRegistry, graph: EnsembleGraph) -> None:
         self.registry = registry
         self.composing = graph.composing()
 
@@ -103,7 +104,7 @@ class EnsembleReadiness(ModelInstance):
         raise Unavailable("an ensemble has no instances to execute on")
 
 
-def composing_decoupled(registry: Any, graph: EnsembleGraph) -> bool:
+def composing_decoupled(registry: ModelRegistry, graph: EnsembleGraph) -> bool:
     """Mark the decoupled steps (composing models are loaded); True if any is."""
     for step in graph.steps:
         mv = registry.get(step.model, step.version)
