@@ -1,6 +1,6 @@
 """The server: a data plane, its frontends and an event loop, wired together.
 
-Usable three ways: ``naiad serve`` (the CLI runs :meth:`Server.serve`), as a
+Usable three ways: ``naiad serve`` (:mod:`naiad.foreground` runs it), as a
 context manager in synchronous code (the loop then runs on a background
 thread), and with ``async with`` inside an existing event loop.
 """

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import pytest
 
-from naiad.cli import build_parser, options_from_args
+from naiad.engine.flags import options_from_args, serve_parser
 
 
 def _options(*flags: str):
-    return options_from_args(build_parser().parse_args(["serve", *flags]))
+    return options_from_args(serve_parser().parse_args(flags))
 
 
 def test_scheduling_flags():

@@ -1,4 +1,11 @@
-"""The server's configuration, typed once.
+"""The server's configuration: each option declared once.
+
+A field of :class:`ServerOptions` carries, beside its type and default, the
+``naiad serve`` flag that sets it (Triton's name where Triton has one), its
+help and its area.  ``naiad serve --help``, the runner's ``cli_args`` and the
+README's options table all come from these declarations (through
+:mod:`naiad.engine.flags`), so adding an option is adding one field here, and
+a default cannot differ between the command line and the embedded API.
 
 CLI flags and the embedded API both build one frozen :class:`ServerOptions`
 that is passed down explicitly; nothing deeper reads flags or environment
@@ -7,115 +14,465 @@ variables.
 
 from __future__ import annotations
 
+import copy
+import dataclasses
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any, TypeVar
+
+from naiad.engine import flag_values as values
+from naiad.engine.flag_values import Reader
+
+T = TypeVar("T")
+
+#: The areas of ``naiad serve --help`` and of the README's options table, in that
+#: order, with what ``--help`` says of each.
+GROUPS: dict[str, str] = {
+    "frontends": "where the server listens, and with which protocols and certificates",
+    "HTTP limits": "what one HTTP client may cost the server (naiad's; defaults after "
+    "nginx and Node; docs/security.md)",
+    "gRPC limits": "what one gRPC client may make the server hold (naiad's; docs/security.md)",
+    "models": "which models are served, and how their configurations are read",
+    "scheduling": "when requests execute: rate limiting, the response cache, admission",
+    "operations": "start-up, readiness, shutdown and what clients may use",
+    "observability": "logs, metrics and traces",
+}
+FRONTENDS, HTTP_LIMITS, GRPC_LIMITS, MODELS, SCHEDULING, OPERATIONS, OBSERVABILITY = GROUPS
+
+_OPTION = "naiad.option"
+_NO_FLAG = "naiad.no_flag"
+
+
+@dataclass(frozen=True)
+class Older:
+    """A deprecated spelling that Triton still accepts; its option's reader folds it in."""
+
+    flag: str
+    help: str
+    #: str, int or bool (a switch); the value is None (or [] when repeated) if absent.
+    kind: type = str
+    repeat: bool = False
+    metavar: str | None = None
+
+
+@dataclass(frozen=True)
+class Option:
+    """How one :class:`ServerOptions` field is set on the command line and documented.
+
+    The field's annotation says how a value reads (a bool is a switch, a tuple or
+    a dict a repeatable flag); ``value`` and ``read`` are for Triton's syntaxes that
+    say more (see :mod:`naiad.engine.flag_values`).
+    """
+
+    flag: str
+    group: str
+    help: str
+    metavar: str | None = None
+    choices: tuple[str, ...] = ()
+    aliases: tuple[str, ...] = ()
+    #: Checks one value as argparse reads it, where the field's type is not enough.
+    value: Callable[[str], object] | None = None
+    #: The field's value from this flag's value and every flag's value by name.
+    read: Reader | None = None
+    older: tuple[Older, ...] = ()
+    #: The default as ``--help`` shows it, where the field's default does not say it.
+    shown: str | None = None
+
+
+def option(
+    default: T,
+    flag: str,
+    group: str,
+    help: str,
+    *,
+    metavar: str | None = None,
+    choices: tuple[str, ...] = (),
+    aliases: tuple[str, ...] = (),
+    value: Callable[[str], object] | None = None,
+    read: Reader | None = None,
+    older: tuple[Older, ...] = (),
+    shown: str | None = None,
+) -> T:
+    """A :class:`ServerOptions` field with its flag, help and area."""
+    assert group in GROUPS, f"{flag}: unknown group {group!r}"
+    spec = Option(flag, group, help, metavar, choices, aliases, value, read, older, shown)
+    metadata = {_OPTION: spec}
+    if isinstance(default, dict):  # a fresh dict per ServerOptions, never a shared one
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def no_flag(default: T, why: str) -> T:
+    """A field the embedded API sets but no flag does; ``why`` says so, for the tests."""
+    metadata = {_NO_FLAG: why}
+    if isinstance(default, dict):
+        return field(default_factory=lambda: copy.deepcopy(default), metadata=metadata)
+    return field(default=default, metadata=metadata)
+
+
+def declared(f: dataclasses.Field[Any]) -> Option | None:
+    """The option a field declares, or None for a :func:`no_flag` field."""
+    spec: Option | None = f.metadata.get(_OPTION)
+    return spec
+
+
+def why_no_flag(f: dataclasses.Field[Any]) -> str | None:
+    """Why no flag sets a :func:`no_flag` field; None for a declared option."""
+    why: str | None = f.metadata.get(_NO_FLAG)
+    return why
+
+
+def default_of(name: str) -> object:
+    """A server option's default, written once, in its declaration."""
+    f = ServerOptions.__dataclass_fields__[name]
+    if f.default_factory is not dataclasses.MISSING:
+        return f.default_factory()
+    return f.default
+
+
+def flag_of(name: str) -> str:
+    """The flag that sets the option ``name``, for messages that tell the user what to change."""
+    spec = declared(ServerOptions.__dataclass_fields__[name])
+    assert spec is not None, f"{name} has no flag"
+    return spec.flag
+
+
+_SSL_FILE = "PEM"
 
 
 @dataclass(frozen=True)
 class ServerOptions:
     #: Local folders (Path) or remote repository URLs kept as str (``s3://...``).
-    model_repositories: tuple[Path | str, ...] = ()
-    model_control_mode: str = "none"  # none | poll | explicit
-    load_models: tuple[str, ...] = ()
-    repository_poll_secs: float = 15.0
-    model_config_name: str | None = None
-    disable_auto_complete_config: bool = False
-    strict_readiness: bool = True
-    exit_on_error: bool = True
-    exit_timeout_secs: float = 30.0
+    model_repositories: tuple[Path | str, ...] = option(
+        (), "--model-repository", MODELS,
+        "model repository folder or URL: s3://, gs://, as://, any fsspec URL (repeatable)",
+        aliases=("--model-store",), metavar="PATH", read=values.repositories,
+        shown=f"./{values.DEFAULT_REPOSITORY}",
+    )  # fmt: skip
+    model_control_mode: str = option(
+        "none", "--model-control-mode", MODELS,
+        "none: load every model at start-up; poll: also follow repository changes; "
+        "explicit: load and unload only when asked",
+        choices=("none", "poll", "explicit"),
+    )  # fmt: skip
+    load_models: tuple[str, ...] = option(
+        (), "--load-model", MODELS,
+        "model to load at start-up in explicit mode ('*' for all; repeatable)", metavar="NAME",
+    )  # fmt: skip
+    repository_poll_secs: float = option(
+        15.0, "--repository-poll-secs", MODELS,
+        "seconds between two scans of the repositories in poll mode", metavar="SECS",
+    )  # fmt: skip
+    model_config_name: str | None = option(
+        None, "--model-config-name", MODELS,
+        "read configs/<NAME>.pbtxt of a model where it has one, else its config.pbtxt",
+        metavar="NAME", shown="none; config.pbtxt",
+    )  # fmt: skip
+    disable_auto_complete_config: bool = option(
+        False, "--disable-auto-complete-config", MODELS,
+        "do not fill configs from model files",
+        read=values.either("--strict-model-config"),
+        older=(Older("--strict-model-config", "deprecated: same as --disable-auto-complete-config",
+                     kind=bool),),
+    )  # fmt: skip
+    strict_readiness: bool = option(
+        True, "--strict-readiness", OPERATIONS,
+        "ready only when every model is ready (false: when the server is live)",
+    )  # fmt: skip
+    exit_on_error: bool = option(
+        True, "--exit-on-error", OPERATIONS, "exit when a start-up model fails to load",
+    )  # fmt: skip
+    exit_timeout_secs: float = option(
+        30.0, "--exit-timeout-secs", OPERATIONS,
+        "seconds in-flight requests have to finish on SIGINT/SIGTERM", metavar="SECS",
+    )  # fmt: skip
     # Frontends (None or 0 as a port: see each frontend; -1 disables it).
-    http_address: str = "0.0.0.0"
-    http_port: int = 8000
-    http_max_input_size: int = 64 * 1024 * 1024
+    http_address: str = option(
+        "0.0.0.0", "--http-address", FRONTENDS, "address the HTTP/REST frontend binds",
+        metavar="ADDRESS",
+    )  # fmt: skip
+    http_port: int = option(
+        8000, "--http-port", FRONTENDS, "port of the HTTP/REST frontend (0: a free one)",
+        metavar="PORT", read=values.port_unless_off("--allow-http"),
+    )  # fmt: skip
+    http_max_input_size: int = option(
+        64 * 1024 * 1024, "--http-max-input-size", FRONTENDS,
+        "largest request body (400)", metavar="BYTES",
+    )  # fmt: skip
     # What one HTTP/1.1 client may cost (naiad.frontends.http.limits, docs/security.md).
-    http_max_url_size: int = 8 * 1024
-    http_max_header_size: int = 8 * 1024
-    http_max_head_size: int = 32 * 1024
-    http_max_header_count: int = 100
-    http_header_timeout_secs: float = 60.0
-    http_body_timeout_secs: float = 60.0
-    http_keepalive_timeout_secs: float = 75.0
-    http_max_connections: int = 4096
+    http_max_url_size: int = option(
+        8 * 1024, "--http-max-url-size", HTTP_LIMITS, "longest request URL (414)",
+        metavar="BYTES",
+    )  # fmt: skip
+    http_max_header_size: int = option(
+        8 * 1024, "--http-max-header-size", HTTP_LIMITS, "largest header field (431)",
+        metavar="BYTES",
+    )  # fmt: skip
+    http_max_head_size: int = option(
+        32 * 1024, "--http-max-head-size", HTTP_LIMITS, "largest request head in all (431)",
+        metavar="BYTES",
+    )  # fmt: skip
+    http_max_header_count: int = option(
+        100, "--http-max-header-count", HTTP_LIMITS, "most header fields in a request (431)",
+        metavar="N",
+    )  # fmt: skip
+    http_header_timeout_secs: float = option(
+        60.0, "--http-header-timeout-secs", HTTP_LIMITS,
+        "seconds for a whole request head to arrive (408); 0 = no limit", metavar="SECS",
+    )  # fmt: skip
+    http_body_timeout_secs: float = option(
+        60.0, "--http-body-timeout-secs", HTTP_LIMITS,
+        "seconds between two reads of a request body (408); 0 = no limit", metavar="SECS",
+    )  # fmt: skip
+    http_keepalive_timeout_secs: float = option(
+        75.0, "--http-keepalive-timeout-secs", HTTP_LIMITS,
+        "seconds an idle keep-alive connection is kept; 0 = no limit", metavar="SECS",
+    )  # fmt: skip
+    http_max_connections: int = option(
+        4096, "--http-max-connections", HTTP_LIMITS, "most open connections (503 past it)",
+        metavar="N",
+    )  # fmt: skip
     #: --http-restricted-api entries "<category,...>:<header>=<value>"
-    http_restricted_api: tuple[str, ...] = ()
+    http_restricted_api: tuple[str, ...] = option(
+        (), "--http-restricted-api", OPERATIONS,
+        "require a header for these API categories (repeatable)",
+        metavar="CATEGORIES:HEADER=VALUE",
+    )  # fmt: skip
     #: --http-header-forward-pattern: matching headers become request parameters
-    http_header_forward_pattern: str = ""
+    http_header_forward_pattern: str = option(
+        "", "--http-header-forward-pattern", OPERATIONS,
+        "forward matching HTTP headers as request parameters", metavar="REGEX",
+    )  # fmt: skip
     #: HTTPS (naiad; Triton's HTTP endpoint has no TLS): certificate and key files,
     #: and a CA file to require client certificates signed by it.
-    http_ssl_cert: str = ""
-    http_ssl_key: str = ""
-    http_ssl_root_cert: str = ""
-    grpc_address: str = "0.0.0.0"
-    grpc_port: int = 8001
+    http_ssl_cert: str = option(
+        "", "--http-ssl-cert", FRONTENDS, "serve HTTPS with this certificate (naiad)",
+        metavar=_SSL_FILE,
+    )  # fmt: skip
+    http_ssl_key: str = option(
+        "", "--http-ssl-key", FRONTENDS, "private key of --http-ssl-cert", metavar=_SSL_FILE,
+    )  # fmt: skip
+    http_ssl_root_cert: str = option(
+        "", "--http-ssl-root-cert", FRONTENDS,
+        "require HTTPS client certificates signed by this CA", metavar=_SSL_FILE,
+    )  # fmt: skip
+    grpc_address: str = option(
+        "0.0.0.0", "--grpc-address", FRONTENDS, "address the gRPC frontend binds",
+        metavar="ADDRESS",
+    )  # fmt: skip
+    grpc_port: int = option(
+        8001, "--grpc-port", FRONTENDS, "port of the gRPC frontend (0: a free one)",
+        metavar="PORT", read=values.port_unless_off("--allow-grpc"),
+    )  # fmt: skip
     # gRPC (see naiad.frontends.grpc.server; Triton's --grpc-* flags and defaults).
-    grpc_use_ssl: bool = False
-    grpc_use_ssl_mutual: bool = False
-    grpc_server_cert: str = ""
-    grpc_server_key: str = ""
-    grpc_root_cert: str = ""
+    grpc_use_ssl: bool = option(False, "--grpc-use-ssl", FRONTENDS, "serve gRPC over TLS")
+    grpc_use_ssl_mutual: bool = option(
+        False, "--grpc-use-ssl-mutual", FRONTENDS, "TLS with client certificates",
+    )  # fmt: skip
+    grpc_server_cert: str = option(
+        "", "--grpc-server-cert", FRONTENDS, "certificate of the gRPC server", metavar=_SSL_FILE,
+    )  # fmt: skip
+    grpc_server_key: str = option(
+        "", "--grpc-server-key", FRONTENDS, "private key of --grpc-server-cert",
+        metavar=_SSL_FILE,
+    )  # fmt: skip
+    grpc_root_cert: str = option(
+        "", "--grpc-root-cert", FRONTENDS,
+        "CA that signs client certificates (--grpc-use-ssl-mutual)", metavar=_SSL_FILE,
+    )  # fmt: skip
     #: none | low | medium | high: server->client message compression
-    grpc_infer_response_compression_level: str = "none"
-    grpc_keepalive_time_ms: int = 7_200_000
-    grpc_keepalive_timeout_ms: int = 20_000
-    grpc_keepalive_permit_without_calls: bool = False
-    grpc_http2_max_pings_without_data: int = 2
-    grpc_http2_min_recv_ping_interval_without_data_ms: int = 300_000
-    grpc_http2_max_ping_strikes: int = 2
+    grpc_infer_response_compression_level: str = option(
+        "none", "--grpc-infer-response-compression-level", FRONTENDS,
+        "compression of the messages the server sends",
+        choices=("none", "low", "medium", "high"),
+    )  # fmt: skip
+    grpc_keepalive_time_ms: int = option(
+        7_200_000, "--grpc-keepalive-time", FRONTENDS,
+        "milliseconds between two keepalive pings the server sends", metavar="MS",
+    )  # fmt: skip
+    grpc_keepalive_timeout_ms: int = option(
+        20_000, "--grpc-keepalive-timeout", FRONTENDS,
+        "milliseconds a keepalive ping waits for its answer before the connection closes",
+        metavar="MS",
+    )  # fmt: skip
+    grpc_keepalive_permit_without_calls: bool = option(
+        False, "--grpc-keepalive-permit-without-calls", FRONTENDS,
+        "allow keepalive pings without calls",
+    )  # fmt: skip
+    grpc_http2_max_pings_without_data: int = option(
+        2, "--grpc-http2-max-pings-without-data", FRONTENDS,
+        "pings the server sends without data before it waits for data (0: no limit)",
+        metavar="N",
+    )  # fmt: skip
+    grpc_http2_min_recv_ping_interval_without_data_ms: int = option(
+        300_000, "--grpc-http2-min-recv-ping-interval-without-data", FRONTENDS,
+        "milliseconds a client must leave between two pings without data",
+        metavar="MS",
+    )  # fmt: skip
+    grpc_http2_max_ping_strikes: int = option(
+        2, "--grpc-http2-max-ping-strikes", FRONTENDS,
+        "pings too early a client may send before the connection closes (0: no limit)",
+        metavar="N",
+    )  # fmt: skip
     #: --reuse-grpc-port: let several servers bind the port (SO_REUSEPORT)
-    grpc_reuse_port: bool = False
+    grpc_reuse_port: bool = option(
+        False, "--reuse-grpc-port", FRONTENDS, "let several servers bind the gRPC port",
+    )  # fmt: skip
     #: --grpc-restricted-protocol entries "<category,...>:<key>=<value>"
-    grpc_restricted_protocol: tuple[str, ...] = ()
-    grpc_header_forward_pattern: str = ""
+    grpc_restricted_protocol: tuple[str, ...] = option(
+        (), "--grpc-restricted-protocol", OPERATIONS,
+        "require a metadata key for these protocol categories (repeatable)",
+        metavar="CATEGORY[,CATEGORY...]:KEY=VALUE",
+    )  # fmt: skip
+    grpc_header_forward_pattern: str = option(
+        "", "--grpc-header-forward-pattern", OPERATIONS,
+        "forward matching gRPC metadata as request parameters", metavar="REGEX",
+    )  # fmt: skip
     #: naiad (HTTP/2 framed in the event loop) | grpcio (grpc.aio)
-    grpc_transport: str = "naiad"
-    # gRPC limits (naiad's; docs/security.md "gRPC (HTTP/2)"): the largest request
-    # message, streams and header list per connection, request bytes one connection
-    # may hold beyond its stream windows, and timeouts (0 = none) for the preface,
-    # for a connection without calls and for a peer that takes no response data.
-    grpc_max_receive_message_size: int = 64 * 1024 * 1024
-    grpc_max_concurrent_streams: int = 100
-    grpc_max_header_list_size: int = 16 * 1024
-    grpc_max_receive_buffer_size: int = 256 * 1024 * 1024
-    grpc_handshake_timeout_ms: int = 20_000
-    grpc_max_connection_idle_ms: int = 0
-    grpc_send_timeout_ms: int = 60_000
-    metrics_address: str | None = None
-    metrics_port: int = 8002
-    allow_http: bool = True
-    allow_grpc: bool = True
-    allow_metrics: bool = True
-    # Metrics (see naiad.metrics): --allow-cpu-metrics, --allow-gpu-metrics, the
-    # polling interval of the CPU/GPU gauges and --metrics-config key=value
-    # settings (counter_latencies, histogram_latencies, summary_latencies,
-    # summary_quantiles).
-    allow_cpu_metrics: bool = True
-    allow_gpu_metrics: bool = True
-    metrics_interval_ms: int = 2000
-    metrics_config: dict[str, str] = field(default_factory=dict)
+    grpc_transport: str = option(
+        "naiad", "--grpc-transport", FRONTENDS,
+        "naiad: HTTP/2 framed in the event loop (faster); grpcio: grpc.aio (naiad)",
+        choices=("naiad", "grpcio"),
+    )  # fmt: skip
+    # gRPC limits (naiad's; docs/security.md "gRPC (HTTP/2)").
+    grpc_max_receive_message_size: int = option(
+        64 * 1024 * 1024, "--grpc-max-receive-message-size", GRPC_LIMITS,
+        "largest request message; a larger one is answered RESOURCE_EXHAUSTED",
+        metavar="BYTES",
+    )  # fmt: skip
+    grpc_max_concurrent_streams: int = option(
+        100, "--grpc-max-concurrent-streams", GRPC_LIMITS,
+        "rpcs in progress on one connection", metavar="N",
+    )  # fmt: skip
+    grpc_max_header_list_size: int = option(
+        16 * 1024, "--grpc-max-header-list-size", GRPC_LIMITS,
+        "a request's metadata (header list)", metavar="BYTES",
+    )  # fmt: skip
+    grpc_max_receive_buffer_size: int = option(
+        256 * 1024 * 1024, "--grpc-max-receive-buffer-size", GRPC_LIMITS,
+        "request bytes one connection may hold beyond its stream windows", metavar="BYTES",
+    )  # fmt: skip
+    grpc_handshake_timeout_ms: int = option(
+        20_000, "--grpc-handshake-timeout", GRPC_LIMITS,
+        "milliseconds a new connection has for its preface", metavar="MS",
+    )  # fmt: skip
+    grpc_max_connection_idle_ms: int = option(
+        0, "--grpc-max-connection-idle", GRPC_LIMITS,
+        "GOAWAY a connection without calls this many milliseconds; 0: never", metavar="MS",
+    )  # fmt: skip
+    grpc_send_timeout_ms: int = option(
+        60_000, "--grpc-send-timeout", GRPC_LIMITS,
+        "reset an rpc whose client takes none of its response this many milliseconds; "
+        "0: never",
+        metavar="MS",
+    )  # fmt: skip
+    metrics_address: str | None = option(
+        None, "--metrics-address", FRONTENDS, "address the Prometheus metrics frontend binds",
+        metavar="ADDRESS", shown="the --http-address",
+    )  # fmt: skip
+    metrics_port: int = option(
+        8002, "--metrics-port", FRONTENDS, "port of the metrics frontend (0: a free one)",
+        metavar="PORT", read=values.port_unless_off("--allow-metrics"),
+    )  # fmt: skip
+    allow_http: bool = option(True, "--allow-http", FRONTENDS, "serve HTTP/REST")
+    allow_grpc: bool = option(True, "--allow-grpc", FRONTENDS, "serve gRPC")
+    allow_metrics: bool = option(True, "--allow-metrics", FRONTENDS, "serve Prometheus metrics")
+    # Metrics (see naiad.metrics).
+    allow_cpu_metrics: bool = option(
+        True, "--allow-cpu-metrics", OBSERVABILITY, "report CPU utilisation and memory",
+    )  # fmt: skip
+    allow_gpu_metrics: bool = option(
+        True, "--allow-gpu-metrics", OBSERVABILITY, "report GPU metrics (needs naiad[gpu])",
+    )  # fmt: skip
+    metrics_interval_ms: int = option(
+        2000, "--metrics-interval-ms", OBSERVABILITY,
+        "polling interval of the CPU/GPU metrics", metavar="MS",
+    )  # fmt: skip
+    metrics_config: dict[str, str] = option(
+        {}, "--metrics-config", OBSERVABILITY,
+        "counter_latencies, histogram_latencies, summary_latencies (true/false), "
+        "summary_quantiles (q:err,...) (repeatable)",
+        metavar="KEY=VALUE", read=values.metrics_config,
+    )  # fmt: skip
     #: --trace-config entries by mode: "" (global: rate, level, count, mode),
     #: "triton" (file, log-frequency), "opentelemetry" (url, resource, bsp_*).
     #: ``level`` may hold several comma-separated levels.
-    trace_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    trace_config: dict[str, dict[str, str]] = option(
+        {}, "--trace-config", OBSERVABILITY,
+        "rate, level, count, mode; triton,file / triton,log-frequency; "
+        "opentelemetry,url / ,resource (repeatable)",
+        metavar="[MODE,]KEY=VALUE", read=values.trace_config,
+        older=(
+            Older("--trace-file", "deprecated: --trace-config triton,file"),
+            Older("--trace-level", "deprecated: --trace-config level", repeat=True),
+            Older("--trace-rate", "deprecated: --trace-config rate"),
+            Older("--trace-count", "deprecated: --trace-config count"),
+            Older("--trace-log-frequency", "deprecated: --trace-config triton,log-frequency"),
+        ),
+    )  # fmt: skip
     #: ``--allow-client-shm``: clients may register shared memory (off by default, as
     #: in current Triton: a client could otherwise make the server open and write any
     #: object under /dev/shm it names; docs/security.md).
-    allow_client_shm: bool = False
-    log_verbose: int = 0
-    log_info: bool = True
-    log_warning: bool = True
-    log_error: bool = True
-    log_format: str = "default"
-    log_file: str = ""
-    backend_config: dict[str, dict[str, str]] = field(default_factory=dict)
+    allow_client_shm: bool = option(
+        False, "--allow-client-shm", OPERATIONS,
+        "let clients register system and CUDA shared memory (needed by perf_analyzer "
+        "--shared-memory); false as in current Triton",
+    )  # fmt: skip
+    log_verbose: int = option(
+        0, "--log-verbose", OBSERVABILITY, "verbose logging level (0: off)", metavar="LEVEL",
+    )  # fmt: skip
+    log_info: bool = option(True, "--log-info", OBSERVABILITY, "log info messages")
+    log_warning: bool = option(True, "--log-warning", OBSERVABILITY, "log warnings")
+    log_error: bool = option(True, "--log-error", OBSERVABILITY, "log errors")
+    log_format: str = option(
+        "default", "--log-format", OBSERVABILITY, "Triton's log line format",
+        choices=("default", "ISO8601"),
+    )  # fmt: skip
+    log_file: str = option(
+        "", "--log-file", OBSERVABILITY, "write the log to this file", metavar="PATH",
+        shown="none; stderr",
+    )  # fmt: skip
+    backend_config: dict[str, dict[str, str]] = option(
+        {}, "--backend-config", MODELS, "a setting of one backend (repeatable)",
+        metavar="BACKEND,KEY=VALUE", read=values.backend_config,
+    )  # fmt: skip
     #: GPU ids the server may use; empty on a CPU-only machine.
-    gpus: tuple[int, ...] = ()
-    server_id: str = "triton"
-    # Scheduling (see naiad.scheduling): --rate-limit off | execution_count,
-    # --rate-limit-resource entries "<name>:<count>[:<device>]", the response
-    # cache (--cache-config local,size=N) and the server-wide admission limit
-    # of queued plus executing requests (0 = unlimited).
-    rate_limit: str = "off"
-    rate_limit_resources: tuple[str, ...] = ()
-    cache_config: dict[str, dict[str, str]] = field(default_factory=dict)
-    max_queued_requests: int = 0
-    extra: dict[str, object] = field(default_factory=dict)
+    gpus: tuple[int, ...] = no_flag((), "the embedded API's; the server finds its GPUs itself")
+    server_id: str = option(
+        "triton", "--id", OPERATIONS, "server id reported by server metadata", metavar="ID",
+    )  # fmt: skip
+    # Scheduling (see naiad.scheduling).
+    rate_limit: str = option(
+        "off", "--rate-limit", SCHEDULING,
+        "execute an instance only when its group's rate_limiter resources are free",
+        choices=("off", "execution_count"),
+    )  # fmt: skip
+    rate_limit_resources: tuple[str, ...] = option(
+        (), "--rate-limit-resource", SCHEDULING,
+        "size of a rate-limiter resource (repeatable)", metavar="NAME:COUNT[:DEVICE]",
+        value=values.resource, shown="the largest count any instance needs",
+    )  # fmt: skip
+    cache_config: dict[str, dict[str, str]] = option(
+        {}, "--cache-config", SCHEDULING, "response cache, e.g. local,size=1048576",
+        metavar="CACHE,KEY=VALUE", read=values.cache_config,
+        older=(Older("--response-cache-byte-size",
+                     "deprecated: same as --cache-config local,size=N", kind=int,
+                     metavar="BYTES"),),
+    )  # fmt: skip
+    max_queued_requests: int = option(
+        0, "--max-queued-requests", SCHEDULING,
+        "answer UNAVAILABLE when the server holds N requests (queued or executing); "
+        "0 = unlimited.  Per model: config parameter naiad.max_queued_requests",
+        metavar="N",
+    )  # fmt: skip
+    extra: dict[str, object] = no_flag({}, "a place for settings that have no option yet")
+
+
+def options_by_flag() -> Mapping[str, tuple[dataclasses.Field[Any], Option]]:
+    """Every declared option by its flag, in declaration order."""
+    return {
+        spec.flag: (f, spec)
+        for f in dataclasses.fields(ServerOptions)
+        if (spec := declared(f)) is not None
+    }

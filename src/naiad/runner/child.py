@@ -140,10 +140,13 @@ def _stop_with_parent() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    from naiad.cli import main as naiad_main
+    """``naiad serve`` with ``argv``, as the command runs it, until the parent goes."""
+    from naiad import foreground
+    from naiad.engine.flags import options_from_args, serve_parser
 
     threading.Thread(target=_stop_with_parent, name="naiad-parent-watch", daemon=True).start()
-    return naiad_main(["serve", *(sys.argv[1:] if argv is None else argv)])
+    args = serve_parser().parse_args(sys.argv[1:] if argv is None else argv)
+    return foreground.run(options_from_args(args))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-"""``cli_args``: the flags of ``naiad serve``, parsed by its own parser.
+"""``cli_args``: the flags of ``naiad serve``, parsed as ``naiad serve`` parses them.
 
-A flag means the same in a runner as on the command line because the same
-parser reads it; only the addresses and ports are the runner's to choose
+A flag means the same in a runner as on the command line because both parse
+with the arguments made from the option declarations (:mod:`naiad.engine.flags`);
+only the addresses and ports are the runner's to choose
 (no sockets in the embedded mode, free loopback ports for a child server).
 """
 
@@ -14,6 +15,7 @@ from pathlib import Path
 from typing import NoReturn
 
 from naiad.core.errors import InvalidArgument
+from naiad.engine.flags import options_from_args, serve_parser
 from naiad.engine.options import ServerOptions
 
 
@@ -51,10 +53,8 @@ class ServeArgs:
             repos = [model_repository]
         else:
             repos = list(model_repository)
-        from naiad.cli import build_parser  # not at import: ``python -m naiad.cli`` runs it
-
         args = (*(f"--model-repository={r}" for r in repos), *cli_args)
-        namespace, unknown = build_parser(_Parser).parse_known_args(["serve", *args])
+        namespace, unknown = serve_parser(_Parser).parse_known_args(args)
         if unknown:
             raise InvalidArgument(
                 f"cli_args: unknown flag(s) {', '.join(unknown)} (naiad serve --help lists them)"
@@ -63,8 +63,6 @@ class ServeArgs:
 
     def options(self) -> ServerOptions:
         """Server options for the embedded mode: every frontend off (no sockets)."""
-        from naiad.cli import options_from_args
-
         try:
             options = options_from_args(self.namespace)
         except SystemExit as exc:  # a malformed value the parser could not type-check

@@ -7,13 +7,13 @@ from dataclasses import replace
 
 import pytest
 
-from naiad.cli import build_parser, options_from_args
+from naiad.engine.flags import options_from_args, serve_parser
 from naiad.engine.options import ServerOptions
 from naiad.frontends.grpc.http2.limits import Limits
 
 
 def _options(*flags: str) -> ServerOptions:
-    return options_from_args(build_parser().parse_args(["serve", *flags]))
+    return options_from_args(serve_parser().parse_args(flags))
 
 
 def test_limit_flags_reach_the_options() -> None:
