@@ -50,7 +50,12 @@ class Call:
 
 
 class Client(abc.ABC):
-    """One runner mode.  Every coroutine here runs on the runner's event loop."""
+    """One runner mode.  Every coroutine here runs on the runner's event loop.
+
+    The management methods are what :mod:`naiad.runner.management` calls, by
+    name, with every argument given and checked (configs as JSON text): this
+    is where a mode's answer differs, the defaults and checks are there.
+    """
 
     async def start(self) -> None:
         """Connect (or load the models); raises NaiadError when that fails."""

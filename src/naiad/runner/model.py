@@ -9,15 +9,30 @@ from __future__ import annotations
 
 import dataclasses
 from collections.abc import AsyncIterator, Iterator
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from naiad.core.errors import Unsupported
 from naiad.runner.client import Call, RequestOptions
 from naiad.runner.result import InferResult
 from naiad.runner.signature import Signature
 
-if TYPE_CHECKING:
-    from naiad.runner.runner import Runner
+
+class Host(Protocol):
+    """What a model asks of its runner.  The runner (:class:`naiad.runner.runner.Runner`)
+    makes its models, so naming it here would tie the two files in a cycle; mypy
+    checks it against this where it makes one."""
+
+    name: str
+
+    def _signature(self, name: str, version: str) -> Signature: ...
+    async def _asignature(self, name: str, version: str) -> Signature: ...
+    def _infer(self, call: Call) -> InferResult: ...
+    async def _ainfer(self, call: Call) -> InferResult: ...
+    def _stream(self, call: Call) -> Iterator[InferResult]: ...
+    def _astream(self, call: Call) -> AsyncIterator[InferResult]: ...
+    def get_model_metadata(self, model_name: str, model_version: str = "") -> dict[str, Any]: ...
+    def get_model_config(self, model_name: str, model_version: str = "") -> dict[str, Any]: ...
+    def is_model_ready(self, model_name: str, model_version: str = "") -> bool: ...
 
 
 class RunnerModel:
@@ -27,7 +42,7 @@ class RunnerModel:
 
     def __init__(
         self,
-        runner: Runner,
+        runner: Host,
         name: str,
         version: str = "",
         options: RequestOptions | None = None,

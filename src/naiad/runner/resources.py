@@ -11,14 +11,30 @@ import contextlib
 import functools
 import threading
 import weakref
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from naiad.core.errors import NaiadError
 from naiad.loop_thread import LoopThread
 from naiad.runner.client import Client
 
 if TYPE_CHECKING:
-    from naiad.runner.runner import Runner
+    from naiad.runner.options import ServeArgs
+
+
+class Target(Protocol):
+    """What opening reads of a runner: the server it reaches (``url``, ``_address``,
+    ``_ssl``) or the one it starts (``_serve_args``).  The runner
+    (:class:`naiad.runner.runner.Runner`) holds its resources, so naming it here
+    would tie the two files in a cycle; mypy checks it against this where it opens."""
+
+    name: str
+    server_type: str
+    url: str | None
+    metrics_url: str | None
+    startup_timeout: float
+    _address: str
+    _ssl: bool
+    _serve_args: ServeArgs | None
 
 
 class Resources:
@@ -33,7 +49,7 @@ class Resources:
         self.child: Any = None
         self.closed = False
 
-    def open(self, runner: Runner) -> None:
+    def open(self, runner: Target) -> None:
         """Start what ``runner`` needs; on failure nothing is left, and a later call
         tries again (a server that was not up yet, a config fixed meanwhile)."""
         from naiad.runner.remote import RemoteClient
@@ -62,7 +78,7 @@ class Resources:
             raise
         self.client = client
 
-    def _child(self, runner: Runner, thread: LoopThread) -> Client:
+    def _child(self, runner: Target, thread: LoopThread) -> Client:
         from naiad.runner.child import ChildServer, free_port
         from naiad.runner.remote import RemoteClient, import_tritonclient
 
@@ -123,7 +139,7 @@ def _close_every_runner() -> None:
         resources.close()
 
 
-def _embedded(runner: Runner) -> Client:
+def _embedded(runner: Target) -> Client:
     from naiad import logs
     from naiad.runner.embedded import EmbeddedClient
 

@@ -22,7 +22,7 @@ from naiad.core.errors import InvalidArgument, Kind, NaiadError, Unavailable
 from naiad.loop_thread import LoopThread
 from naiad.runner.client import Call, Client
 from naiad.runner.errors import UnknownModel
-from naiad.runner.management import AsyncManagement, Management
+from naiad.runner.management import AsyncRunner, Management
 from naiad.runner.model import RunnerModel
 from naiad.runner.options import ServeArgs
 from naiad.runner.resources import Resources
@@ -35,8 +35,6 @@ SERVER_TYPES = ("embedded", "grpc", "http")
 _SCHEMES = {"http": ("http", False), "https": ("http", True), "grpc": ("grpc", False),
             "grpcs": ("grpc", True)}  # fmt: skip
 _DEFAULT_PORTS = {"http": 8000, "grpc": 8001}
-#: Calls after which the runner forgets what it knew of the model.
-_MODEL_CHANGES = ("load_model", "unload_model")
 
 
 class Runner(Management):
@@ -268,32 +266,6 @@ class Runner(Management):
         finally:
             if thread.running:
                 await thread.acall(_close(responses))
-
-    # -- management (Management's methods) ------------------------------------------------
-
-    def _manage(self, method: str, *args: Any) -> Any:
-        client, thread = self._started()
-        try:
-            return thread.call(getattr(client, method)(*args))
-        finally:
-            if method in _MODEL_CHANGES:
-                self._forget(args[0])
-
-
-class AsyncRunner(AsyncManagement):
-    """``runner.aio``: the runner's management calls as coroutines (``await runner.aio.x()``)."""
-
-    def __init__(self, runner: Runner) -> None:
-        self._runner = weakref.proxy(runner)
-
-    async def _amanage(self, method: str, *args: Any) -> Any:
-        runner = self._runner
-        client, thread = await runner._astarted()
-        try:
-            return await thread.acall(getattr(client, method)(*args))
-        finally:
-            if method in _MODEL_CHANGES:
-                runner._forget(args[0])
 
 
 def _endpoint(url: str, server_type: str | None) -> tuple[str, bool, str]:
