@@ -242,7 +242,6 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     from naiad import Server
     from naiad.core import datatypes
     from naiad.core.types import InferenceRequest, InferInput
-    from naiad.frontends.http.protocol import HttpConnection
     from naiad.scheduling import base
 
     base.INLINE_MAX_NS = 10**12  # see the module docstring
@@ -260,12 +259,12 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     await server.start_async()
     try:
         if target == "naiad-http":
-            writes = await _drive_protocol(HttpConnection(server.frontends["http"]), requests)
+            writes = await _drive_protocol(_http_connection(server), requests)
         elif target == "naiad-python":
             model = server.dataplane.registry.get("add_sub_python")
             _COUNTED.extend(instance.pid for instance in model.instances)
             data = _http_request("add_sub_python", ("INPUT0", "INPUT1"))
-            protocol = HttpConnection(server.frontends["http"])
+            protocol = _http_connection(server)
             writes = await _drive_protocol(protocol, requests, data)
         elif target == "naiad-grpc":
             writes = await _drive_http2(server, requests)
@@ -282,6 +281,14 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
         print(f"answered {writes}", flush=True)
     finally:
         await server.stop_async()
+
+
+def _http_connection(server: Any) -> Any:
+    """A connection of the server's HTTP listener, as the listener makes one per client."""
+    from naiad.frontends.http.protocol import HttpConnection
+
+    frontend = server.frontends["http"]
+    return HttpConnection(frontend, frontend.app, frontend.limits)
 
 
 def _measure(target: str, repo: Path, requests: int, out: Path) -> list[float]:
