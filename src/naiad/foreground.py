@@ -77,9 +77,9 @@ async def serve(options: ServerOptions) -> int:
         return 1
     rows = []
     for index in await server.dataplane.repository_index():
-        state = index.get("state", "UNAVAILABLE")
-        status = state + (f": {index['reason']}" if index.get("reason") else "")
-        rows.append((index["name"], index.get("version", "-"), status))
+        state = index.state or "UNAVAILABLE"
+        status = state + (f": {index.reason}" if index.reason else "")
+        rows.append((index.name, index.version or "-", status))
     print(status_table(rows), flush=True)
     failed = server.dataplane.failed_models()
     if failed and options.exit_on_error:

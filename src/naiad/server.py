@@ -220,7 +220,10 @@ class Server:
         return self.dataplane.model_ready(model, version)
 
     def model_metadata(self, model: str, version: str = "") -> dict[str, Any]:
-        return self.dataplane.model_metadata(model, version)
+        """Triton's JSON metadata document, as ``GET /v2/models/<model>`` answers it."""
+        from naiad.frontends.http import render
+
+        return render.model_metadata(self.dataplane.model_metadata(model, version))
 
     def model_config(self, model: str, version: str = "") -> dict[str, Any]:
         from naiad.config import config_to_dict
@@ -228,7 +231,10 @@ class Server:
         return config_to_dict(self.dataplane.model_config(model, version))
 
     def statistics(self, model: str = "", version: str = "") -> dict[str, Any]:
-        return self.dataplane.statistics(model, version)
+        """Triton's JSON statistics document, as ``GET /v2/models/<model>/stats`` answers it."""
+        from naiad.frontends.http import render
+
+        return render.statistics(self.dataplane.statistics(model, version))
 
 
 def _input(name: str, value: Any) -> InferInput:

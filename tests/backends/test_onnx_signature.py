@@ -34,10 +34,10 @@ def test_dims_that_disagree_with_the_model_make_it_unavailable(repo, serve):
     wrong_dims_model(repo)
     onnx_models.identity(repo / "ok" / "1" / "model.onnx", "FP32", ["batch", 4])
     server = serve(repo)
-    index = {e["name"]: e for e in server._call(server.dataplane.repository_index())}
-    assert index["wrong"]["state"] == "UNAVAILABLE"
-    assert EXPECTED in index["wrong"]["reason"]
-    assert index["ok"]["state"] == "READY"
+    index = {e.name: e for e in server._call(server.dataplane.repository_index())}
+    assert index["wrong"].state == "UNAVAILABLE"
+    assert EXPECTED in index["wrong"].reason
+    assert index["ok"].state == "READY"
 
 
 def test_the_load_api_answers_the_mismatch_as_invalid_arg(repo, serve):

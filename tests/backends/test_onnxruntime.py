@@ -118,10 +118,10 @@ def test_broken_model_file_is_unavailable_with_the_reason(repo, serve):
     )
     onnx_models.identity(repo / "ok" / "1" / "model.onnx")
     server = serve(repo)
-    index = {e["name"]: e for e in server._call(server.dataplane.repository_index())}
-    assert index["broken"]["state"] == "UNAVAILABLE"
-    assert "failed to load model file" in index["broken"]["reason"]
-    assert index["ok"]["state"] == "READY"
+    index = {e.name: e for e in server._call(server.dataplane.repository_index())}
+    assert index["broken"].state == "UNAVAILABLE"
+    assert "failed to load model file" in index["broken"].reason
+    assert index["ok"].state == "READY"
     with pytest.raises(Exception, match="has no available versions"):
         server.infer("broken", {"x": np.zeros(1, np.float32)})
 

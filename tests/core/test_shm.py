@@ -20,7 +20,7 @@ from support.onnx_models import write_config
 
 from naiad.core import datatypes
 from naiad.core.errors import AlreadyExists, Internal, InvalidArgument, NotFound, Unsupported
-from naiad.core.shm import DISABLED, SharedMemoryManager
+from naiad.core.shm import DISABLED, CudaRegionStatus, SharedMemoryManager, SystemRegionStatus
 from naiad.core.shm.cuda import CudaError, load_runtime
 from naiad.core.types import (
     InferenceRequest,
@@ -103,14 +103,14 @@ def test_register_status_and_unregister(make_shm: MakeShm) -> None:
     shm.register_system("b", key, 0, 64)
     shm.register_system("a", key, 16, 32)
     assert shm.status("system") == [
-        {"name": "a", "key": key, "offset": 16, "byte_size": 32},
-        {"name": "b", "key": key, "offset": 0, "byte_size": 64},
+        SystemRegionStatus("a", key, offset=16, byte_size=32),
+        SystemRegionStatus("b", key, offset=0, byte_size=64),
     ]
-    assert shm.status("system", "a") == [{"name": "a", "key": key, "offset": 16, "byte_size": 32}]
+    assert shm.status("system", "a") == [SystemRegionStatus("a", key, offset=16, byte_size=32)]
     assert shm.status("cuda") == []
     shm.unregister("system", "a")
     shm.unregister("system", "never-registered")  # unknown: a no-op
-    assert [r["name"] for r in shm.status("system")] == ["b"]
+    assert [r.name for r in shm.status("system")] == ["b"]
     shm.unregister("system")
     assert shm.status("system") == []
     assert not mapped(key)
@@ -309,7 +309,7 @@ def test_cuda_regions_share_the_namespace_and_move_bytes(make_shm: MakeShm) -> N
     shm = SharedMemoryManager(cuda=cuda)  # type: ignore[arg-type]
     handle = cuda.export(64)
     shm.register_cuda("g", handle, 0, 64)
-    assert shm.status("cuda") == [{"name": "g", "device_id": 0, "byte_size": 64}]
+    assert shm.status("cuda") == [CudaRegionStatus("g", device_id=0, byte_size=64)]
     with pytest.raises(AlreadyExists):
         shm.register_system("g", make_shm(8), 0, 8)
     with pytest.raises(NotFound, match="registered as CUDA shared memory, not system"):
@@ -371,7 +371,7 @@ async def test_dataplane_infers_from_and_into_regions(repo: Path, make_shm: Make
         ]
         assert np.frombuffer(contents(key, 128, 64), np.int32).tolist() == (a + b).tolist()
         assert np.frombuffer(contents(key, 192, 64), np.int32).tolist() == (a - b).tolist()
-        assert dp.shm_status("system", "io")[0]["byte_size"] == 256
+        assert dp.shm_status("system", "io")[0].byte_size == 256
         small = InferenceRequest(
             "simple",
             [InferInput("INPUT0", datatypes.INT32, (1, 16), shm=SharedMemoryRef("io", 64)),

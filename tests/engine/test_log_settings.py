@@ -9,7 +9,7 @@ import re
 import pytest
 
 from naiad import logs
-from naiad.engine.settings import LogSettings
+from naiad.engine.settings import LogSettings, LogSettingValues
 
 
 @pytest.fixture
@@ -61,11 +61,11 @@ def test_log_format_changes_the_line_format_live(server_log):
 
 def test_server_log_settings_start_from_the_options(repo, serve):
     server = serve(repo, log_verbose=2, log_format="ISO8601")
-    assert server.dataplane.log_settings.to_dict() == {
-        "log_file": "",
-        "log_info": True,
-        "log_warning": True,
-        "log_error": True,
-        "log_verbose_level": 2,
-        "log_format": "ISO8601",
-    }
+    assert server.dataplane.log_setting() == LogSettingValues(
+        log_file="",
+        log_info=True,
+        log_warning=True,
+        log_error=True,
+        log_verbose_level=2,
+        log_format="ISO8601",
+    )

@@ -18,6 +18,7 @@ from support.repository_models import add_const_bytes, fp32, write_model
 
 from naiad import Server
 from naiad.core.errors import NaiadError
+from naiad.engine.repository_index import ModelIndex
 from naiad.repository.cloud import FsspecRepository, parse_location
 from naiad.repository.sources import Repositories, is_url
 
@@ -199,7 +200,7 @@ async def test_explicit_load_from_s3(s3_endpoint: str, tmp_path: Path) -> None:
     upload(s3_endpoint, local, "models-bucket", "repo")
     url = f"s3://{s3_endpoint.removeprefix('http://')}/models-bucket/repo"
     async with Server(url, model_control_mode="explicit") as server:
-        assert await server.dataplane.repository_index() == [{"name": "add"}]
+        assert await server.dataplane.repository_index() == [ModelIndex("add")]
         await server.dataplane.load_model("add")
         out = await server.infer_async("add", {"INPUT0": fp32(X)})
         assert out["OUTPUT0"].tolist() == [[4.0, 5.0, 6.0, 7.0]]

@@ -68,8 +68,8 @@ def test_two_repositories_merge_and_duplicates_are_unavailable(tmp_path, serve):
 
     with Server(model_repository=[a, b]) as server:
         assert server.model_ready("m1") and server.model_ready("m2")
-        index = {e["name"]: e for e in server._call(server.dataplane.repository_index())}
-        assert index["dup"]["state"] == "UNAVAILABLE"
+        index = {e.name: e for e in server._call(server.dataplane.repository_index())}
+        assert index["dup"].state == "UNAVAILABLE"
         failed = dict(server.dataplane.failed_models())
         assert str(a / "dup") in failed["dup"] and str(b / "dup") in failed["dup"]
         assert not server.is_ready()  # strict readiness: a model failed

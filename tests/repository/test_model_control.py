@@ -25,6 +25,7 @@ from support.repository_models import (
 
 from naiad import Server
 from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
+from naiad.engine.repository_index import ModelIndex
 
 WAIT_S = 30.0
 X = [[1.0, 2.0, 3.0, 4.0]]
@@ -65,10 +66,8 @@ async def added(server: Server, name: str, version: int | None = None) -> float:
     return float(out["OUTPUT0"][0][0]) - 1.0
 
 
-def index_of(rows: list[dict[str, str]]) -> dict[tuple[str, str], tuple[str, str]]:
-    return {
-        (r["name"], r.get("version", "")): (r.get("state", ""), r.get("reason", "")) for r in rows
-    }
+def index_of(rows: list[ModelIndex]) -> dict[tuple[str, str], tuple[str, str]]:
+    return {(r.name, r.version): (r.state, r.reason) for r in rows}
 
 
 @contextlib.asynccontextmanager
@@ -101,7 +100,7 @@ async def test_explicit_start_loads_named_models_and_lists_others_by_name(repo: 
     write_model(repo, "b", 1, 2.0)
     async with serving(repo, model_control_mode="explicit", load_models=("a",)) as server:
         rows = await server.dataplane.repository_index()
-        assert rows == [{"name": "a", "version": "1", "state": "READY"}, {"name": "b"}]
+        assert rows == [ModelIndex("a", "1", "READY"), ModelIndex("b")]
         assert await server.dataplane.repository_index(ready=True) == rows[:1]
 
 
@@ -216,7 +215,7 @@ async def test_failed_initialize_is_invalid_arg_and_listed(repo: Path) -> None:
         with pytest.raises(InvalidArgument, match="load failed for model 'bad'"):
             await server.dataplane.load_model("bad")
         rows = await server.dataplane.repository_index()
-        assert [(r["state"], bool(r["reason"])) for r in rows] == [("UNAVAILABLE", True)]
+        assert [(r.state, bool(r.reason)) for r in rows] == [("UNAVAILABLE", True)]
 
 
 async def test_unparsable_config_is_internal(repo: Path) -> None:

@@ -40,7 +40,7 @@ def stream(server: Any, request: InferenceRequest) -> list[Any]:
 
 
 def stats(server: Any, model: str) -> dict[str, Any]:
-    return server.dataplane.statistics(model)["model_stats"][0]
+    return server.statistics(model)["model_stats"][0]
 
 
 def test_image_pipeline(serve: Any, repo: Path) -> None:
@@ -51,7 +51,7 @@ def test_image_pipeline(serve: Any, repo: Path) -> None:
     assert [o.name for o in response.outputs] == ["LABEL", "SCORE"]
     assert response.as_numpy("LABEL").tolist() == [label]
     assert response.as_numpy("SCORE")[0] == pytest.approx(score, rel=1e-6)
-    assert server.dataplane.model_metadata("pipeline")["platform"] == "ensemble"
+    assert server.dataplane.model_metadata("pipeline").platform == "ensemble"
     assert server.dataplane.model_ready("pipeline")
     ensemble = stats(server, "pipeline")
     assert ensemble["inference_stats"]["success"]["count"] == 1

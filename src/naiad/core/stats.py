@@ -1,10 +1,10 @@
 """Per model-version statistics, as Triton's statistics extension reports them.
 
 Counters are plain ints updated on the event loop (the schedulers complete
-requests there), so no locks are needed.  ``to_dict`` renders the REST shape;
-the gRPC frontend converts the same dict into its message.  The Prometheus
-endpoint reads the same counters at scrape time (``naiad.metrics.models``),
-so the hot path records everything once, here.
+requests there), so no locks are needed.  ``snapshot`` copies them into the
+frozen values of :mod:`naiad.core.statistics` that the frontends render.
+The Prometheus endpoint reads the same counters at scrape time
+(``naiad.metrics.models``), so the hot path records everything once, here.
 """
 
 from __future__ import annotations
@@ -13,6 +13,13 @@ import time
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Kind
+from naiad.core.statistics import (
+    InferBatchStatistics,
+    InferResponseStatistics,
+    InferStatistics,
+    ModelStatistics,
+    StatisticDuration,
+)
 
 if TYPE_CHECKING:
     from naiad.metrics.latency import LatencyRecorder
@@ -48,8 +55,8 @@ class Duration:
         self.count += count
         self.ns += ns
 
-    def to_dict(self) -> dict[str, int]:
-        return {"count": self.count, "ns": self.ns}
+    def snapshot(self) -> StatisticDuration:
+        return StatisticDuration(self.count, self.ns)
 
 
 class BatchStats:
@@ -72,8 +79,15 @@ class ResponseStats:
         self.empty_response = Duration()
         self.cancel = Duration()
 
-    def to_dict(self) -> dict[str, dict[str, int]]:
-        return {name: getattr(self, name).to_dict() for name in self.__slots__}
+    def snapshot(self) -> InferResponseStatistics:
+        return InferResponseStatistics(
+            self.compute_infer.snapshot(),
+            self.compute_output.snapshot(),
+            self.success.snapshot(),
+            self.fail.snapshot(),
+            self.empty_response.snapshot(),
+            self.cancel.snapshot(),
+        )
 
 
 _INFER_KEYS = (
@@ -222,23 +236,25 @@ class ModelStats:
         stats.compute_output.add(output_ns)
         (stats.success if ok else stats.fail).add(infer_ns + output_ns)
 
-    def to_dict(self, name: str, version: int) -> dict[str, object]:
-        return {
-            "name": name,
-            "version": str(version),
-            "last_inference": self.last_inference_ms,
-            "inference_count": self.inference_count,
-            "execution_count": self.execution_count,
-            "inference_stats": {key: getattr(self, key).to_dict() for key in _INFER_KEYS},
-            "response_stats": {str(i): r.to_dict() for i, r in sorted(self.responses.items())},
-            "batch_stats": [
-                {
-                    "batch_size": size,
-                    "compute_input": b.compute_input.to_dict(),
-                    "compute_infer": b.compute_infer.to_dict(),
-                    "compute_output": b.compute_output.to_dict(),
-                }
+    def snapshot(self, name: str, version: int) -> ModelStatistics:
+        """The counters as they are now, for a statistics request."""
+        return ModelStatistics(
+            name=name,
+            version=str(version),
+            last_inference=self.last_inference_ms,
+            inference_count=self.inference_count,
+            execution_count=self.execution_count,
+            inference_stats=InferStatistics(
+                *(getattr(self, key).snapshot() for key in _INFER_KEYS)
+            ),
+            response_stats={str(i): r.snapshot() for i, r in sorted(self.responses.items())},
+            batch_stats=tuple(
+                InferBatchStatistics(
+                    size,
+                    b.compute_input.snapshot(),
+                    b.compute_infer.snapshot(),
+                    b.compute_output.snapshot(),
+                )
                 for size, b in sorted(self.batches.items())
-            ],
-            "memory_usage": [],
-        }
+            ),
+        )

@@ -1,8 +1,11 @@
 """The protocol-neutral data plane: every operation the frontends offer.
 
 HTTP, gRPC and the embedded API decode their input, call one method here and
-encode the result; no operation is implemented twice.  Results are core
-values or plain dicts in the REST shape (which the gRPC frontend converts).
+encode the result; no operation is implemented twice, and neither is any
+check that does not depend on the wire.  Results are typed values (core
+responses, :mod:`naiad.engine.metadata`, :mod:`naiad.core.statistics`,
+:class:`~naiad.engine.repository_index.ModelIndex`, shared-memory and
+settings snapshots) that each frontend renders in its own encoding.
 """
 
 from __future__ import annotations
@@ -10,28 +13,32 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator
+from collections.abc import AsyncGenerator, Iterable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
 from naiad.config import config_from_json
-from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
-from naiad.core.outputs import finish_response
-from naiad.core.shm import SharedMemoryManager
-from naiad.core.stats import OTHER, failure_reason
-from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.core.raw_input import raw_input
+from naiad.core.shm import RegionStatus, SharedMemoryManager
+from naiad.core.statistics import ModelStatistics
+from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
 from naiad.engine.cache import cache_from_config, uses_cache
+from naiad.engine.completion import Completion, Deliver
 from naiad.engine.loader import ModelLoader
+from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
-from naiad.engine.settings import LogSettings, TraceSettings
+from naiad.engine.repository_index import ModelIndex
+from naiad.engine.settings import LogSettings, LogSettingValues, TraceSettings, TraceSettingValues
 from naiad.engine.tracing import Tracer
 from naiad.metrics import MetricsConfig, MetricsRegistry, ModelMetrics, SystemMetrics
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
+    from naiad.core.signature import TensorSpec
     from naiad.engine.options import ServerOptions
 
 log = logging.getLogger("naiad")
@@ -146,12 +153,8 @@ class DataPlane:
             return not self.failed_models()
         return True
 
-    def server_metadata(self) -> dict[str, Any]:
-        return {
-            "name": self.options.server_id,
-            "version": TRITON_VERSION,
-            "extensions": list(EXTENSIONS),
-        }
+    def server_metadata(self) -> ServerMetadata:
+        return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
 
     def model_ready(self, name: str, version: str = "") -> bool:
         """Whether that version is READY; raises for unknown models and versions."""
@@ -172,37 +175,23 @@ class DataPlane:
         assert mv is not None
         return mv.ready and all(i.is_ready() for i in mv.instances)
 
-    def model_metadata(self, name: str, version: str = "") -> dict[str, Any]:
+    def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
         v = parse_version(version)
         mv = self.registry.get(name, v)
-        cached = mv.extra.get("metadata")
-        if cached is None:
-            sig = mv.signature
-            assert sig is not None
-            cached = mv.extra["metadata"] = {
-                "platform": sig.platform,
-                "inputs": [
-                    {
-                        "name": s.name,
-                        "datatype": s.datatype.name,
-                        "shape": s.metadata_shape(sig.max_batch_size),
-                    }
-                    for s in sig.inputs.values()
-                ],
-                "outputs": [
-                    {
-                        "name": s.name,
-                        "datatype": s.datatype.name,
-                        "shape": s.metadata_shape(sig.max_batch_size),
-                    }
-                    for s in sig.outputs.values()
-                ],
-            }
+        sig = mv.signature
+        assert sig is not None
+        tensors: tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]] | None
+        tensors = mv.extra.get("metadata")
+        if tensors is None:
+            tensors = mv.extra["metadata"] = (
+                _tensor_metadata(sig.inputs.values(), sig.max_batch_size),
+                _tensor_metadata(sig.outputs.values(), sig.max_batch_size),
+            )
         if v is None:
-            versions = [str(x.version) for x in self.registry.models[name].ready_versions()]
+            versions = tuple(str(x.version) for x in self.registry.models[name].ready_versions())
         else:
-            versions = [str(v)]
-        return {"name": name, "versions": versions, **cached}
+            versions = (str(v),)
+        return ModelMetadata(name, versions, sig.platform, *tensors)
 
     def model_config(self, name: str, version: str = "") -> ModelConfig:
         mv = self.registry.get(name, parse_version(version))
@@ -210,6 +199,13 @@ class DataPlane:
         return mv.config
 
     # -- inference ---------------------------------------------------------------
+
+    def raw_binary_request(self, name: str, version: str, data: Buffer) -> InferenceRequest:
+        """A request whose only content is ``data``, the single input's (shape deduced)."""
+        v = parse_version(version)
+        mv = self.registry.get(name, v)
+        assert mv.signature is not None
+        return InferenceRequest(name, [raw_input(name, mv.signature, data)], model_version=v)
 
     def _admit(self, request: InferenceRequest) -> ModelVersion:
         if self.stopping:
@@ -236,7 +232,7 @@ class DataPlane:
             )
         loop = self.event_loop or asyncio.get_running_loop()
         future: asyncio.Future[InferenceResponse] = loop.create_future()
-        request.response_sink = self._completion(request, mv, _resolver(future))
+        request.response_sink = self._sink(request, mv, _resolver(future))
         self._enqueue(mv, request)
         try:
             response = await future
@@ -265,7 +261,7 @@ class DataPlane:
         """
         mv = self._admit(request)
         queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
-        request.response_sink = self._completion(request, mv, queue.put_nowait)
+        request.response_sink = self._sink(request, mv, queue.put_nowait)
         self._enqueue(mv, request)
         try:
             while True:
@@ -303,73 +299,20 @@ class DataPlane:
             mv.stats.pending -= 1
             raise
 
-    def _completion(self, request: InferenceRequest, mv: ModelVersion, deliver: Any) -> Any:
-        """The sink a scheduler or backend calls with each response of ``request``."""
-        signature = mv.signature
-        labels = mv.labels
-        stats = mv.stats
-        name = mv.name
-        version = mv.version
-        count = [0]
-        # Pins the regions the outputs go to until the final response (unregister waits).
-        lease = self.shm.lease(request)
-        trace = self.tracer.sample(request, version)
-        if self._per_request_metrics and stats.latency is None:
+    def _sink(self, request: InferenceRequest, mv: ModelVersion, deliver: Deliver) -> ResponseSink:
+        """What the scheduler calls with each response of ``request`` (see Completion)."""
+        lease = self.shm.lease(request)  # refuses bad output regions before the model runs
+        trace = self.tracer.sample(request, mv.version)
+        if self._per_request_metrics and mv.stats.latency is None:
             self.model_metrics.attach(mv)
-        latency = stats.latency
-        ensemble = signature is not None and signature.platform == "ensemble"
-
-        def complete(response: InferenceResponse) -> None:
-            reason = -1
-            if response.error is None:
-                try:
-                    finish_response(request, response, signature, labels, lease.write)  # type: ignore[arg-type]  # set at load
-                except NaiadError as exc:
-                    response = InferenceResponse(error=exc, final=response.final)
-                    reason = OTHER
-            response.model_name = name
-            response.model_version = version
-            response.id = request.id
-            index = count[0]
-            count[0] += 1
-            now = time.monotonic_ns()
-            if index == 0 and latency is not None:
-                latency.on_first_response(now - request.arrival_ns)
-            if response.final:
-                lease.release()
-                if not request.queue_ns:  # never started executing: no longer pending
-                    stats.pending -= 1
-                if response.error is None:
-                    stats.record_success(now - request.arrival_ns, request.queue_ns)
-                else:
-                    if reason < 0:  # ensembles report every failure as OTHER, as Triton does
-                        reason = OTHER if ensemble else failure_reason(response.error)
-                    stats.record_failure(now - request.arrival_ns, reason)
-                if trace is not None:
-                    self.tracer.finish(trace, request, response, stats, now)
-                if mv.scheduler is not None:
-                    mv.scheduler.request_done()
-            if signature is not None and signature.decoupled:
-                stats.record_response(
-                    index,
-                    0,
-                    0,
-                    ok=response.error is None,
-                    empty=not response.outputs and response.error is None,
-                )
-            deliver(response)
-
-        return complete
+        return Completion(request, mv, deliver, lease, trace, self.tracer).complete
 
     # -- statistics --------------------------------------------------------------
 
-    def statistics(self, name: str = "", version: str = "") -> dict[str, Any]:
+    def statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
+        """Every ready version's statistics, or those of ``name`` (one version if given)."""
         if not name:
-            return {
-                "model_stats": [
-                    mv.stats.to_dict(mv.name, mv.version) for mv in self.registry.all_ready()
-                ]
-            }
+            return [mv.stats.snapshot(mv.name, mv.version) for mv in self.registry.all_ready()]
         v = parse_version(version)
         entry = self.registry.entry(name)
         ready = entry.ready_versions() if entry is not None else []
@@ -383,11 +326,20 @@ class DataPlane:
                 raise InvalidArgument(
                     f"requested model version is not available for model '{name}'"
                 )
-        return {"model_stats": [mv.stats.to_dict(mv.name, mv.version) for mv in chosen]}
+        return [mv.stats.snapshot(mv.name, mv.version) for mv in chosen]
 
     # -- model repository ---------------------------------------------------------
 
-    async def repository_index(self, ready: bool = False) -> list[dict[str, str]]:
+    def check_repository_name(self, repository: str) -> None:
+        """naiad serves its repositories as one: a request may not name one.
+
+        A frontend calls it before it reads the rest of the request, where
+        Triton checks it; Triton's HTTP index ignores the name (rest.md §1.1).
+        """
+        if repository:
+            raise Unsupported("'repository_name' specification is not supported")
+
+    async def repository_index(self, ready: bool = False) -> list[ModelIndex]:
         """Every model the repositories hold, with the states of its known versions."""
         return await self.control.index(ready)
 
@@ -410,20 +362,38 @@ class DataPlane:
     # -- trace settings -----------------------------------------------------------
 
     def trace_setting(
-        self, model: str = "", changes: dict[str, Any] | None = None
-    ) -> dict[str, Any]:
+        self, model: str = "", changes: Mapping[str, Any] | None = None
+    ) -> TraceSettingValues:
         """The global or one model's trace settings, after applying ``changes`` if given."""
         if model and not self.model_ready(model, ""):
             raise InvalidArgument(f"Request for unknown model : {model}")
-        if changes is None:
-            return self.trace_settings.get(model)
-        return self.trace_settings.update(changes, model)
+        if changes is not None:
+            self.trace_settings.update(changes, model)
+        return self.trace_settings.snapshot(model)
+
+    # -- log settings -------------------------------------------------------------
+
+    def log_setting(self, changes: Mapping[str, Any] | None = None) -> LogSettingValues:
+        """The log settings, after applying ``changes`` (None values ignored) if given."""
+        if changes is not None:
+            self.log_settings.update(changes)
+        return self.log_settings.snapshot()
 
     # -- shared memory ------------------------------------------------------------
 
-    def shm_status(self, kind: str, name: str = "") -> list[dict[str, Any]]:
-        """Regions of ``kind`` ("system" or "cuda") in the REST status shape."""
+    def shm_status(self, kind: str, name: str = "") -> list[RegionStatus]:
+        """Region ``name``, or every region of ``kind`` ("system" or "cuda") when empty."""
         return self.shm.status(kind, name)
+
+    def check_shm_region_name(self, kind: str, name: str) -> None:
+        """A region to register needs a name (the manager itself takes any).
+
+        A frontend calls it before it reads the rest of the request, as Triton does.
+        """
+        if not name:
+            raise InvalidArgument(
+                f"'region name' is necessary to register {kind} shared memory region"
+            )
 
     def shm_register(self, kind: str, name: str, **fields: Any) -> None:
         """Register a region: ``key, offset, byte_size`` (system) or
@@ -442,7 +412,16 @@ class DataPlane:
         self.shm.unregister(kind, name)
 
 
-def _resolver(future: asyncio.Future[InferenceResponse]) -> Any:
+def _tensor_metadata(
+    specs: Iterable[TensorSpec], max_batch_size: int
+) -> tuple[TensorMetadata, ...]:
+    return tuple(
+        TensorMetadata(s.name, s.datatype.name, tuple(s.metadata_shape(max_batch_size)))
+        for s in specs
+    )
+
+
+def _resolver(future: asyncio.Future[InferenceResponse]) -> Deliver:
     """Resolve ``future`` with the response unless its waiter was cancelled meanwhile."""
 
     def deliver(response: InferenceResponse) -> None:

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
 from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState
-from naiad.engine.repository_index import index_rows
+from naiad.engine.repository_index import ModelIndex, index_rows
 from naiad.repository import Catalog, Repositories, Repository
 from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import ModelSource
@@ -296,7 +296,7 @@ class ModelControl:
 
     # -- index -----------------------------------------------------------------------
 
-    async def index(self, ready: bool = False) -> list[dict[str, str]]:
+    async def index(self, ready: bool = False) -> list[ModelIndex]:
         """The repository index: models on disk or known to the server, with states."""
         fresh = await asyncio.to_thread(self.repositories.scan)
         return index_rows(fresh, self.registry, ready)

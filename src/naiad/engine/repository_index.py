@@ -7,6 +7,7 @@ several repositories is UNAVAILABLE; UNLOADING shows while a version drains.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from naiad.engine.registry import ModelRegistry, ModelState
@@ -17,34 +18,42 @@ if TYPE_CHECKING:
 DUPLICATE_REASON = "model appears in multiple repositories"
 
 
-def index_rows(catalog: Catalog, registry: ModelRegistry, ready: bool) -> list[dict[str, str]]:
+@dataclass(frozen=True, slots=True)
+class ModelIndex:
+    """One row of the index (Triton's ``RepositoryIndexResponse.ModelIndex``).
+
+    An empty field is one the row does not have: a model never loaded has no
+    version and no state, a state without trouble no reason.
+    """
+
+    name: str
+    version: str = ""
+    state: str = ""
+    reason: str = ""
+
+
+def index_rows(catalog: Catalog, registry: ModelRegistry, ready: bool) -> list[ModelIndex]:
     """Rows sorted by name and version; ``ready`` keeps only READY versions."""
     names = set(catalog.models) | set(catalog.duplicates) | set(registry.models)
-    out: list[dict[str, str]] = []
+    out: list[ModelIndex] = []
     for name in sorted(names):
         entry = registry.entry(name)
         if name in catalog.duplicates:
             if not ready:
                 state = ModelState.UNAVAILABLE.value
-                out.append({"name": name, "state": state, "reason": DUPLICATE_REASON})
+                out.append(ModelIndex(name, state=state, reason=DUPLICATE_REASON))
             continue
         if entry is None or (not entry.versions and entry.state is None):
             if not ready:
-                out.append({"name": name})
+                out.append(ModelIndex(name))
             continue
         if not entry.versions:
             assert entry.state is not None
             if not ready:
-                item = {"name": name, "state": entry.state.value}
-                if entry.reason:
-                    item["reason"] = entry.reason
-                out.append(item)
+                out.append(ModelIndex(name, state=entry.state.value, reason=entry.reason))
             continue
         for version, mv in sorted(entry.versions.items()):
             if ready and not mv.ready:
                 continue
-            item = {"name": name, "version": str(version), "state": mv.state.value}
-            if mv.reason:
-                item["reason"] = mv.reason
-            out.append(item)
+            out.append(ModelIndex(name, str(version), mv.state.value, mv.reason))
     return out

@@ -1,8 +1,14 @@
-"""Log and trace settings, as the logging and trace extensions read and update them."""
+"""Log and trace settings, as the logging and trace extensions read and update them.
+
+The live settings are mutable and owned by the data plane; a request is
+answered with a frozen copy (``LogSettingValues``, ``TraceSettingValues``)
+that each frontend renders, so no frontend holds the live object.
+"""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -12,6 +18,18 @@ if TYPE_CHECKING:
     from naiad.engine.options import ServerOptions
 
 LOG_FORMATS = ("default", "ISO8601")
+
+
+@dataclass(frozen=True, slots=True)
+class LogSettingValues:
+    """The log settings as a logging request reports them, in Triton's order."""
+
+    log_file: str
+    log_info: bool
+    log_warning: bool
+    log_error: bool
+    log_verbose_level: int
+    log_format: str
 
 
 @dataclass
@@ -34,18 +52,18 @@ class LogSettings:
             log_format=options.log_format,
         )
 
-    def to_dict(self) -> dict[str, Any]:
-        return {
-            "log_file": self.log_file,
-            "log_info": self.log_info,
-            "log_warning": self.log_warning,
-            "log_error": self.log_error,
-            "log_verbose_level": self.log_verbose_level,
-            "log_format": self.log_format,
-        }
+    def snapshot(self) -> LogSettingValues:
+        return LogSettingValues(
+            self.log_file,
+            self.log_info,
+            self.log_warning,
+            self.log_error,
+            self.log_verbose_level,
+            self.log_format,
+        )
 
-    def update(self, changes: dict[str, Any]) -> dict[str, Any]:
-        """Apply a partial update (None values ignored) and return the result.
+    def update(self, changes: Mapping[str, Any]) -> None:
+        """Apply a partial update (None values ignored).
 
         Typing rules follow Triton's: booleans for the switches, a
         non-negative integer for the verbose level, "default" or "ISO8601".
@@ -70,7 +88,6 @@ class LogSettings:
                     raise Unavailable(f"invalid argument for --log_format, got: {value}")
                 self.log_format = value
         self.apply()
-        return self.to_dict()
 
     def apply(self) -> None:
         """Make the ``naiad`` logger and its handlers follow the settings, live.
@@ -104,6 +121,26 @@ class LogSettings:
 
 
 _TRACE_LEVELS = ("OFF", "TIMESTAMPS", "TENSORS")
+_TRACE_KEYS = ("trace_level", "trace_rate", "trace_count", "log_frequency", "trace_file",
+               "trace_mode")  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class TraceSettingValues:
+    """A model's (or the global) trace settings as a trace request reports them.
+
+    Values are Triton's strings; ``opentelemetry`` holds the
+    ``--trace-config opentelemetry,<key>=<value>`` settings, reported after
+    the others when the trace mode is opentelemetry.
+    """
+
+    trace_level: tuple[str, ...]
+    trace_rate: str
+    trace_count: str
+    log_frequency: str
+    trace_file: str
+    trace_mode: str
+    opentelemetry: tuple[tuple[str, str], ...] = ()
 
 
 @dataclass
@@ -154,7 +191,20 @@ class TraceSettings:
                 merged.setdefault(key, value)
         return merged
 
-    def update(self, changes: dict[str, Any], model: str = "") -> dict[str, Any]:
+    def snapshot(self, model: str = "") -> TraceSettingValues:
+        """The settings :meth:`get` merges, frozen for a trace request's answer."""
+        merged = self.get(model)
+        return TraceSettingValues(
+            tuple(merged["trace_level"]),
+            merged["trace_rate"],
+            merged["trace_count"],
+            merged["log_frequency"],
+            merged["trace_file"],
+            merged["trace_mode"],
+            tuple((key, value) for key, value in merged.items() if key not in _TRACE_KEYS),
+        )
+
+    def update(self, changes: Mapping[str, Any], model: str = "") -> None:
         """Apply ``changes``; a None value clears a model's override of that key."""
         target = self.values if not model else self.models.setdefault(model, {})
         self.generation += 1
@@ -183,4 +233,3 @@ class TraceSettings:
                 target[key] = text
             elif key == "trace_mode":
                 target[key] = str(value)
-        return self.get(model)

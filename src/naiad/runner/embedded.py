@@ -14,6 +14,7 @@ from naiad.config import config_to_dict
 from naiad.core.errors import NaiadError, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, RequestedOutput
 from naiad.engine.options import ServerOptions
+from naiad.frontends.http import render
 from naiad.loop_thread import LoopThread
 from naiad.runner.client import Call, Client
 from naiad.runner.result import InferResult, Output
@@ -75,16 +76,16 @@ class EmbeddedClient(Client):
             return False  # tritonclient.http's answer for an unknown model
 
     async def get_server_metadata(self) -> dict[str, Any]:
-        return self.dp.server_metadata()
+        return render.server_metadata(self.dp.server_metadata())
 
     async def get_model_metadata(self, model_name: str, model_version: str) -> dict[str, Any]:
-        return self.dp.model_metadata(model_name, model_version)
+        return render.model_metadata(self.dp.model_metadata(model_name, model_version))
 
     async def get_model_config(self, model_name: str, model_version: str) -> dict[str, Any]:
         return config_to_dict(self.dp.model_config(model_name, model_version))
 
     async def get_inference_statistics(self, model_name: str, model_version: str) -> dict[str, Any]:
-        return self.dp.statistics(model_name, model_version)
+        return render.statistics(self.dp.statistics(model_name, model_version))
 
     async def metrics(self) -> str:
         if not self.server.options.allow_metrics:
@@ -94,7 +95,7 @@ class EmbeddedClient(Client):
     # -- model repository -----------------------------------------------------------------
 
     async def get_model_repository_index(self) -> list[dict[str, Any]]:
-        return await self.dp.repository_index()
+        return render.repository_index(await self.dp.repository_index())
 
     async def load_model(
         self, model_name: str, config: str | None, files: dict[str, bytes] | None
@@ -109,24 +110,25 @@ class EmbeddedClient(Client):
     # -- trace and log settings ----------------------------------------------------------------
 
     async def get_trace_settings(self, model_name: str) -> dict[str, Any]:
-        return self.dp.trace_setting(model_name)
+        return render.trace_settings(self.dp.trace_setting(model_name))
 
     async def update_trace_settings(
         self, model_name: str, settings: dict[str, Any]
     ) -> dict[str, Any]:
         # The REST body's types: what a JSON round trip would leave of the values.
-        return self.dp.trace_setting(model_name, json.loads(json.dumps(settings)))
+        changes = json.loads(json.dumps(settings))
+        return render.trace_settings(self.dp.trace_setting(model_name, changes))
 
     async def get_log_settings(self) -> dict[str, Any]:
-        return self.dp.log_settings.to_dict()
+        return render.log_settings(self.dp.log_setting())
 
     async def update_log_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return self.dp.log_settings.update(json.loads(json.dumps(settings)))
+        return render.log_settings(self.dp.log_setting(json.loads(json.dumps(settings))))
 
     # -- system shared memory --------------------------------------------------------------------
 
     async def get_system_shared_memory_status(self, region_name: str) -> list[dict[str, Any]]:
-        return self.dp.shm_status("system", region_name)
+        return render.shm_status(self.dp.shm_status("system", region_name))
 
     async def register_system_shared_memory(
         self, name: str, key: str, byte_size: int, offset: int

@@ -24,6 +24,7 @@ import numpy as np
 
 from naiad.core.errors import Internal, InvalidArgument
 from naiad.core.shm.region import Region
+from naiad.core.shm.status import CudaRegionStatus
 from naiad.core.types import Buffer
 
 log = logging.getLogger("naiad")
@@ -150,8 +151,8 @@ class CudaRegion(Region):
                 f"failed to copy CUDA shared memory region '{self.name}': {exc}"
             ) from None
 
-    def status(self) -> dict[str, Any]:
-        return {"name": self.name, "device_id": self.device_id, "byte_size": self.byte_size}
+    def status(self) -> CudaRegionStatus:
+        return CudaRegionStatus(self.name, self.device_id, self.byte_size)
 
     def close(self) -> None:
         ptr, self._ptr = self._ptr, None

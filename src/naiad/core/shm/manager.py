@@ -24,6 +24,7 @@ from naiad.core import datatypes
 from naiad.core.errors import AlreadyExists, Internal, InvalidArgument, NotFound, Unsupported
 from naiad.core.shm.cuda import HANDLE_SIZE, CudaRegion, CudaRuntime, load_runtime
 from naiad.core.shm.region import Region
+from naiad.core.shm.status import RegionStatus
 from naiad.core.shm.system import SystemRegion
 from naiad.core.types import Buffer, InferenceRequest, OutputTensor, SharedMemoryRef
 
@@ -72,8 +73,8 @@ class SharedMemoryManager:
             self._check_free(name)
             self._regions[name] = CudaRegion(name, raw_handle, device_id, byte_size, cuda)
 
-    def status(self, kind: str, name: str = "") -> list[dict[str, Any]]:
-        """Status elements in the REST shape, all regions of ``kind`` when ``name`` is empty."""
+    def status(self, kind: str, name: str = "") -> list[RegionStatus]:
+        """The status of region ``name``, or of every region of ``kind`` when it is empty."""
         _check_kind(kind)
         with self._lock:
             if not name:

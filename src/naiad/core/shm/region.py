@@ -9,11 +9,11 @@ back, are the same and live here.  Messages follow Triton's
 from __future__ import annotations
 
 import threading
-from typing import Any
 
 import numpy as np
 
 from naiad.core.errors import InvalidArgument
+from naiad.core.shm.status import RegionStatus
 from naiad.core.types import Buffer
 
 
@@ -77,8 +77,8 @@ class Region:
         """Copy ``array`` (already in wire dtype and size-checked) to ``offset``."""
         raise NotImplementedError
 
-    def status(self) -> dict[str, Any]:
-        """The REST status element of this region."""
+    def status(self) -> RegionStatus:
+        """What a status request reports of this region."""
         raise NotImplementedError
 
     def close(self) -> None:

@@ -21,12 +21,12 @@ import os
 import stat
 import threading
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from naiad.core.errors import Internal, InvalidArgument
 from naiad.core.shm.region import Region
+from naiad.core.shm.status import SystemRegionStatus
 from naiad.core.types import Buffer
 
 SHM_DIR = Path("/dev/shm")
@@ -118,9 +118,8 @@ class SystemRegion(Region):
             raise Internal(f"shared memory region '{self.name}' is no longer registered")
         return self._fd
 
-    def status(self) -> dict[str, Any]:
-        return {"name": self.name, "key": self.key, "offset": self.offset,
-                "byte_size": self.byte_size}  # fmt: skip
+    def status(self) -> SystemRegionStatus:
+        return SystemRegionStatus(self.name, self.key, self.offset, self.byte_size)
 
     def close(self) -> None:
         with self._io:

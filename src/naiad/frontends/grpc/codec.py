@@ -2,8 +2,8 @@
 
 Pure functions, no server: the rules of grpc.md §4.4-§4.6, with Triton's
 error texts (``src/grpc/infer_handler.cc``, ``grpc_utils.h``) so clients see
-what Triton would tell them.  Typing of parameters is strict here (a
-``oneof`` case per key) where HTTP's JSON codec checks JSON types instead.
+what Triton would tell them.  Request parameters are typed by
+:mod:`naiad.frontends.grpc.parameters`.
 
 Tensor bytes: protobuf's Python runtime hands out ``bytes`` for a ``bytes``
 field and only accepts ``bytes`` when setting one (no memoryview), so raw
@@ -27,6 +27,7 @@ import numpy as np
 from naiad.core import datatypes
 from naiad.core.datatypes import DataType
 from naiad.core.errors import Internal, InvalidArgument
+from naiad.core.parameters import set_request_parameters
 from naiad.core.types import (
     InferenceRequest,
     InferenceResponse,
@@ -38,13 +39,9 @@ from naiad.core.types import (
 )
 from naiad.engine.registry import parse_version
 from naiad.frontends.grpc import grpc_service_pb2 as pb
+from naiad.frontends.grpc.parameters import PROTO_PARAMETERS
 
-_UINT64 = 1 << 64
 _INT64_MAX = (1 << 63) - 1
-
-# The only 'triton_' request parameters a client may send (Triton's
-# TRITON_RESERVED_REQUEST_PARAMS, joined with spaces in the error text).
-_ALLOWED_TRITON_PARAMS = ("triton_enable_empty_final_response",)
 
 _SHM_REGION = "shared_memory_region"
 _SHM_OFFSET = "shared_memory_offset"
@@ -64,7 +61,7 @@ def decode_infer_request(msg: pb.ModelInferRequest) -> InferenceRequest:
     model = msg.model_name
     request = InferenceRequest(model, model_version=parse_version(msg.model_version), id=msg.id)
     if msg.parameters:
-        _request_parameters(request, msg.parameters)
+        set_request_parameters(request, msg.parameters, PROTO_PARAMETERS)
 
     raw = msg.raw_input_contents[:]
     raw_count = len(raw)
@@ -112,73 +109,6 @@ def decode_infer_request(msg: pb.ModelInferRequest) -> InferenceRequest:
     for wanted in msg.outputs[:]:
         outputs.append(_requested_output(wanted))
     return request
-
-
-def _request_parameters(request: InferenceRequest, params: Mapping[str, pb.InferParameter]) -> None:
-    """Request-level parameters with Triton's gRPC typing (grpc.md §4.4)."""
-    custom = request.parameters
-    for key, param in params.items():
-        which = param.WhichOneof("parameter_choice")
-        if key == "sequence_id":
-            if which == "int64_param":
-                # Triton stores the id as uint64; a negative int64 wraps like its C++ cast.
-                request.correlation_id = param.int64_param % _UINT64
-            elif which == "string_param":
-                request.correlation_id = param.string_param
-            else:
-                raise InvalidArgument(
-                    "invalid value type for 'sequence_id' parameter, expected "
-                    "int64_param or string_param."
-                )
-        elif key == "sequence_start":
-            request.sequence_start = _bool_param(key, param, which)
-        elif key == "sequence_end":
-            request.sequence_end = _bool_param(key, param, which)
-        elif key == "priority":
-            if which == "int64_param":
-                if param.int64_param < 0:
-                    raise InvalidArgument("invalid value for 'priority', expected value >= 0.")
-                request.priority = param.int64_param
-            elif which == "uint64_param":  # what tritonclient and perf_analyzer send
-                request.priority = param.uint64_param
-            else:
-                raise InvalidArgument(
-                    "invalid value type for 'priority' parameter, expected "
-                    "int64_param or uint64_param."
-                )
-        elif key == "timeout":
-            if which != "int64_param":
-                raise InvalidArgument(
-                    "invalid value type for 'timeout' parameter, expected int64_param."
-                )
-            request.timeout_us = param.int64_param % _UINT64
-        elif key.startswith("triton_"):
-            if key not in _ALLOWED_TRITON_PARAMS:
-                raise InvalidArgument(
-                    "parameter keys starting with 'triton_' are reserved for Triton usage. "
-                    "Only the following keys starting with 'triton_' are allowed: "
-                    + " ".join(_ALLOWED_TRITON_PARAMS)
-                )
-            request.enable_empty_final_response = _bool_param(key, param, which)
-        elif which == "int64_param":
-            custom[key] = param.int64_param
-        elif which == "bool_param":
-            custom[key] = param.bool_param
-        elif which == "string_param":
-            custom[key] = param.string_param
-        elif which == "double_param":
-            custom[key] = param.double_param
-        else:  # uint64_param (a placeholder in the proto) or no value at all
-            raise InvalidArgument(
-                f"invalid value type for '{key}' parameter, expected "
-                "int64_param, bool_param, double_param or string_param."
-            )
-
-
-def _bool_param(key: str, param: pb.InferParameter, which: str | None) -> bool:
-    if which != "bool_param":
-        raise InvalidArgument(f"invalid value type for '{key}' parameter, expected bool_param.")
-    return param.bool_param
 
 
 def _shared_memory(params: Mapping[str, pb.InferParameter], tensor: str) -> SharedMemoryRef | None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Sequence
 
-from naiad.core.errors import InvalidArgument
+from naiad.core.parameters import forward_header
 from naiad.core.types import InferenceRequest
 
 #: rpc -> restricted-protocol category (the same names as HTTP's restricted APIs)
@@ -37,12 +37,6 @@ CATEGORIES: dict[str, str] = {
 }
 
 Rule = tuple[str, str]  # (metadata key, required value)
-
-# Request parameters a forwarded header may not overwrite (as over HTTP).
-_RESERVED = frozenset(
-    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers",
-     "binary_data_output")
-)  # fmt: skip
 
 
 def parse_restricted(specs: Iterable[str]) -> dict[str, Rule]:
@@ -80,15 +74,12 @@ def forward_headers(
     metadata: Sequence[tuple[str, str | bytes]] | None,
     pattern: re.Pattern[str],
 ) -> None:
-    """Metadata entries matching ``pattern`` become string request parameters."""
+    """Metadata entries matching ``pattern`` become string request parameters (binary
+    ``-bin`` entries never do)."""
     for key, value in metadata or ():
         if key.endswith("-bin") or not pattern.search(key):
             continue
-        if key in _RESERVED or key.startswith("triton_"):
-            raise InvalidArgument(
-                f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
-            )
-        request.parameters[key] = value if isinstance(value, str) else value.decode()
+        forward_header(request, key, value)
 
 
 def trace_context(metadata: Sequence[tuple[str, str | bytes]] | None) -> dict[str, str] | None:

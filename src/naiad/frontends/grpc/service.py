@@ -3,19 +3,20 @@
 Each function takes the request message and returns the response message
 (or a coroutine of one); :mod:`naiad.frontends.grpc.handlers` turns a
 raised :class:`~naiad.core.errors.NaiadError` into the gRPC status.  The
-data plane answers in the REST shape; converting that shape into messages
-here keeps every operation implemented once, in the core.
+data plane answers with typed results that :mod:`naiad.frontends.grpc.render`
+turns into messages, so every operation and every check lives once, in the
+data plane.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from google.protobuf import json_format
-
-from naiad.core.errors import InvalidArgument, NotFound, Unsupported
+from naiad.core.errors import InvalidArgument, NotFound
+from naiad.engine.repository_parameters import load_parameters, unload_dependents
 from naiad.frontends.grpc import grpc_service_pb2 as pb
+from naiad.frontends.grpc import render
+from naiad.frontends.grpc.parameters import PROTO_PARAMETERS
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -42,22 +43,11 @@ def model_ready(dp: DataPlane, msg: pb.ModelReadyRequest) -> pb.ModelReadyRespon
 
 
 def server_metadata(dp: DataPlane, msg: pb.ServerMetadataRequest) -> pb.ServerMetadataResponse:
-    meta = dp.server_metadata()
-    return pb.ServerMetadataResponse(
-        name=meta["name"], version=meta["version"], extensions=meta["extensions"]
-    )
+    return render.server_metadata(dp.server_metadata())
 
 
 def model_metadata(dp: DataPlane, msg: pb.ModelMetadataRequest) -> pb.ModelMetadataResponse:
-    meta = dp.model_metadata(msg.name, msg.version)
-    out = pb.ModelMetadataResponse(
-        name=meta["name"], versions=meta["versions"], platform=meta["platform"]
-    )
-    for field in ("inputs", "outputs"):
-        tensors = getattr(out, field)
-        for spec in meta[field]:
-            tensors.add(name=spec["name"], datatype=spec["datatype"], shape=spec["shape"])
-    return out
+    return render.model_metadata(dp.model_metadata(msg.name, msg.version))
 
 
 def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigResponse:
@@ -66,76 +56,33 @@ def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigRes
 
 
 def model_statistics(dp: DataPlane, msg: pb.ModelStatisticsRequest) -> pb.ModelStatisticsResponse:
-    # Queried twice per perf_analyzer window, never per request: ParseDict is cheap enough
-    # and keeps one rendering of the counters (the core's REST dict).
-    return json_format.ParseDict(
-        dp.statistics(msg.name, msg.version),
-        pb.ModelStatisticsResponse(),
-        ignore_unknown_fields=True,
-    )
+    return render.statistics(dp.statistics(msg.name, msg.version))
 
 
 # -- model repository ------------------------------------------------------------------
 
 
-def _no_repository_name(name: str) -> None:
-    if name:
-        raise Unsupported("'repository_name' specification is not supported")
-
-
 async def repository_index(
     dp: DataPlane, msg: pb.RepositoryIndexRequest
 ) -> pb.RepositoryIndexResponse:
-    _no_repository_name(msg.repository_name)
-    out = pb.RepositoryIndexResponse()
-    for item in await dp.repository_index(msg.ready):
-        out.models.add(
-            name=item["name"],
-            version=item.get("version", ""),
-            state=item.get("state", ""),
-            reason=item.get("reason", ""),
-        )
-    return out
+    dp.check_repository_name(msg.repository_name)
+    return render.repository_index(await dp.repository_index(msg.ready))
 
 
 async def repository_model_load(
     dp: DataPlane, msg: pb.RepositoryModelLoadRequest
 ) -> pb.RepositoryModelLoadResponse:
-    _no_repository_name(msg.repository_name)
-    config: str | None = None
-    files: dict[str, bytes] = {}
-    for key, param in msg.parameters.items():
-        which = param.WhichOneof("parameter_choice")
-        if key == "config":
-            if which != "string_param":
-                raise InvalidArgument(
-                    f"invalid value type for load parameter '{key}', expected string_param."
-                )
-            config = param.string_param
-        elif key.startswith("file:"):
-            if which != "bytes_param":
-                raise InvalidArgument(
-                    f"invalid value type for load parameter '{key}', expected bytes_param."
-                )
-            files[key[len("file:") :]] = param.bytes_param  # raw bytes, not base64 (grpc.md §7)
-        else:
-            raise InvalidArgument(f"unrecognized load parameter '{key}'.")
-    await dp.load_model(msg.model_name, config, files or None)
+    dp.check_repository_name(msg.repository_name)
+    config, files = load_parameters(msg.parameters, PROTO_PARAMETERS)
+    await dp.load_model(msg.model_name, config, files)
     return pb.RepositoryModelLoadResponse()
 
 
 async def repository_model_unload(
     dp: DataPlane, msg: pb.RepositoryModelUnloadRequest
 ) -> pb.RepositoryModelUnloadResponse:
-    _no_repository_name(msg.repository_name)
-    dependents = False
-    for key, param in msg.parameters.items():
-        if key == "unload_dependents":
-            if param.WhichOneof("parameter_choice") != "bool_param":
-                raise InvalidArgument(
-                    "invalid value type for 'unload_dependents' parameter, expected bool_param."
-                )
-            dependents = param.bool_param
+    dp.check_repository_name(msg.repository_name)
+    dependents = unload_dependents(msg.parameters, PROTO_PARAMETERS.flag)
     await dp.unload_model(msg.model_name, dependents)
     return pb.RepositoryModelUnloadResponse()
 
@@ -146,29 +93,13 @@ async def repository_model_unload(
 def system_shm_status(
     dp: DataPlane, msg: pb.SystemSharedMemoryStatusRequest
 ) -> pb.SystemSharedMemoryStatusResponse:
-    out = pb.SystemSharedMemoryStatusResponse()
-    for region in dp.shm_status("system", msg.name):
-        out.regions[region["name"]].CopyFrom(
-            pb.SystemSharedMemoryStatusResponse.RegionStatus(
-                name=region["name"],
-                key=region["key"],
-                offset=region.get("offset", 0),
-                byte_size=region["byte_size"],
-            )
-        )
-    return out
-
-
-def _region_name(name: str, kind: str) -> None:
-    # Same refusal as HTTP's register endpoint (the core takes any name).
-    if not name:
-        raise InvalidArgument(f"'region name' is necessary to register {kind} shared memory region")
+    return render.system_shm_status(dp.shm_status("system", msg.name))
 
 
 def system_shm_register(
     dp: DataPlane, msg: pb.SystemSharedMemoryRegisterRequest
 ) -> pb.SystemSharedMemoryRegisterResponse:
-    _region_name(msg.name, "system")
+    dp.check_shm_region_name("system", msg.name)
     dp.shm_register("system", msg.name, key=msg.key, offset=msg.offset, byte_size=msg.byte_size)
     return pb.SystemSharedMemoryRegisterResponse()
 
@@ -183,22 +114,13 @@ def system_shm_unregister(
 def cuda_shm_status(
     dp: DataPlane, msg: pb.CudaSharedMemoryStatusRequest
 ) -> pb.CudaSharedMemoryStatusResponse:
-    out = pb.CudaSharedMemoryStatusResponse()
-    for region in dp.shm_status("cuda", msg.name):
-        out.regions[region["name"]].CopyFrom(
-            pb.CudaSharedMemoryStatusResponse.RegionStatus(
-                name=region["name"],
-                device_id=region.get("device_id", 0),
-                byte_size=region["byte_size"],
-            )
-        )
-    return out
+    return render.cuda_shm_status(dp.shm_status("cuda", msg.name))
 
 
 def cuda_shm_register(
     dp: DataPlane, msg: pb.CudaSharedMemoryRegisterRequest
 ) -> pb.CudaSharedMemoryRegisterResponse:
-    _region_name(msg.name, "cuda")
+    dp.check_shm_region_name("cuda", msg.name)
     if len(msg.raw_handle) != 64:
         raise InvalidArgument("'raw_handle' must be a valid cudaIpcMemHandle_t (64 bytes)")
     dp.shm_register(
@@ -220,8 +142,6 @@ def cuda_shm_unregister(
 
 # -- trace and log settings ----------------------------------------------------------------
 
-_SINGLE_VALUED = ("trace_rate", "trace_count", "log_frequency", "trace_file", "trace_mode")
-
 
 def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSettingResponse:
     changes: dict[str, Any] | None = None
@@ -237,28 +157,14 @@ def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSetting
                 raise InvalidArgument(f"expect only 1 value for '{key}'")
             else:
                 changes[key] = given[0]
-    out = pb.TraceSettingResponse()
-    for key, value in dp.trace_setting(msg.model_name, changes).items():
-        out.settings[key].value.extend(value if isinstance(value, list) else [str(value)])
-    return out
+    return render.trace_settings(dp.trace_setting(msg.model_name, changes))
 
 
 def log_settings(dp: DataPlane, msg: pb.LogSettingsRequest) -> pb.LogSettingsResponse:
+    changes: dict[str, Any] | None = None
     if msg.settings:
         changes = {key: _log_value(value) for key, value in msg.settings.items()}
-        values: Mapping[str, Any] = dp.log_settings.update(changes)
-    else:
-        values = dp.log_settings.to_dict()
-    out = pb.LogSettingsResponse()
-    for key, value in values.items():
-        target = out.settings[key]
-        if isinstance(value, bool):
-            target.bool_param = value
-        elif isinstance(value, int):
-            target.uint32_param = value
-        else:
-            target.string_param = str(value)
-    return out
+    return render.log_settings(dp.log_setting(changes))
 
 
 def _log_value(setting: pb.LogSettingsRequest.SettingValue) -> bool | int | str | None:

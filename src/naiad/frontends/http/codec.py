@@ -16,11 +16,10 @@ import orjson
 from naiad.core import datatypes
 from naiad.core.datatypes import DataType
 from naiad.core.errors import InvalidArgument
+from naiad.core.parameters import set_request_parameters
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput, SharedMemoryRef
+from naiad.frontends.http.parameters import JSON_PARAMETERS, boolean, uint
 
-_RESERVED = ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout",
-             "binary_data_output")  # fmt: skip
-_SCALARS = (str, int, float, bool)
 _INT_KINDS = "iu"
 
 
@@ -42,26 +41,14 @@ def parse_json(data: bytes, what: str = "request") -> Any:
         raise InvalidArgument(f"failed to parse the {what} JSON buffer: {exc}") from None
 
 
-def _uint(value: Any, what: str) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
-        raise InvalidArgument(f"unable to parse '{what}': expected an unsigned integer")
-    return value
-
-
-def _bool(value: Any, what: str) -> bool:
-    if not isinstance(value, bool):
-        raise InvalidArgument(f"unable to parse '{what}': expected a boolean")
-    return value
-
-
 def _shm_ref(params: dict[str, Any], what: str) -> SharedMemoryRef:
     region = params["shared_memory_region"]
     if not isinstance(region, str):
         raise InvalidArgument(f"unable to parse 'shared_memory_region' for {what}")
     if "shared_memory_byte_size" not in params:
         raise InvalidArgument(f"'shared_memory_byte_size' is missing for {what}")
-    size = _uint(params["shared_memory_byte_size"], "shared_memory_byte_size")
-    offset = _uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
+    size = uint(params["shared_memory_byte_size"], "shared_memory_byte_size")
+    offset = uint(params.get("shared_memory_offset", 0), "shared_memory_offset")
     return SharedMemoryRef(region, size, offset)
 
 
@@ -96,7 +83,9 @@ def decode_infer(
         request.id = rid
     params = doc.get("parameters")
     if params:
-        _request_parameters(request, params)
+        if not isinstance(params, dict):
+            raise InvalidArgument("unable to parse 'parameters': expected an object")
+        set_request_parameters(request, params, JSON_PARAMETERS)
     inputs = doc.get("inputs")
     if not isinstance(inputs, list):
         raise InvalidArgument("unable to parse 'inputs': expected an array")
@@ -111,40 +100,6 @@ def decode_infer(
             raise InvalidArgument("unable to parse 'outputs': expected an array")
         request.outputs = [_output(o) for o in outputs]
     return request
-
-
-def _request_parameters(request: InferenceRequest, params: Any) -> None:
-    if not isinstance(params, dict):
-        raise InvalidArgument("unable to parse 'parameters': expected an object")
-    custom = request.parameters
-    for key, value in params.items():
-        if key == "binary_data_output":
-            request.context = _bool(value, key)
-        elif key == "sequence_id":
-            if isinstance(value, str):
-                request.correlation_id = value
-            else:
-                request.correlation_id = _uint(value, key)
-        elif key == "sequence_start":
-            request.sequence_start = _bool(value, key)
-        elif key == "sequence_end":
-            request.sequence_end = _bool(value, key)
-        elif key == "priority":
-            request.priority = _uint(value, key)
-        elif key == "timeout":
-            request.timeout_us = _uint(value, key)
-        elif key.startswith("triton_"):
-            raise InvalidArgument(
-                "parameter keys starting with 'triton_' are reserved for Triton usage and "
-                "should not be specified."
-            )
-        elif isinstance(value, _SCALARS):
-            custom[key] = value
-        else:
-            raise InvalidArgument(
-                f"parameter '{key}' has invalid type. It should be either 'int', 'bool', "
-                "'string' or 'double'"
-            )
 
 
 def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset: int) -> int:
@@ -177,7 +132,7 @@ def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset
         )
     tensor = InferInput(name, dt, tuple(shape), parameters=params)
     if binary is not None:
-        nbytes = _uint(binary, "binary_data_size")
+        nbytes = uint(binary, "binary_data_size")
         end = offset + nbytes
         if view is None or end > len(view):
             if nbytes == 0:
@@ -214,9 +169,9 @@ def _output(item: Any) -> RequestedOutput:
         raise InvalidArgument(f"unable to parse 'parameters' of output '{name}'")
     out = RequestedOutput(name, parameters=params)
     if "classification" in params:
-        out.classification = _uint(params["classification"], "classification")
+        out.classification = uint(params["classification"], "classification")
     if "binary_data" in params:
-        _bool(params["binary_data"], "binary_data")
+        boolean(params["binary_data"], "binary_data")
     if "shared_memory_region" in params:
         if out.classification:
             raise InvalidArgument(

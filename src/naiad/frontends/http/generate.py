@@ -19,6 +19,7 @@ from naiad.frontends.http.message import REASONS, Request, Response, json_respon
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
+    from naiad.engine.metadata import TensorMetadata
 
 _SCALARS = (str, int, float, bool)
 _SSE_HEAD = (
@@ -35,7 +36,7 @@ def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceReq
     doc = parse_json(req.body)
     if not isinstance(doc, dict):
         raise InvalidArgument("the generate request body must be a JSON object")
-    specs = {s["name"]: s for s in dp.model_metadata(name, version)["inputs"]}
+    specs = {s.name: s for s in dp.model_metadata(name, version).inputs}
     request = InferenceRequest(name, model_version=int(version) if version else None)
     params = doc.get("parameters")
     if params is not None and not isinstance(params, dict):
@@ -58,7 +59,7 @@ def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceReq
     return request
 
 
-def _map(request: InferenceRequest, specs: dict[str, Any], key: str, value: Any) -> None:
+def _map(request: InferenceRequest, specs: dict[str, TensorMetadata], key: str, value: Any) -> None:
     spec = specs.get(key)
     if spec is None:
         if not isinstance(value, _SCALARS):
@@ -70,7 +71,7 @@ def _map(request: InferenceRequest, specs: dict[str, Any], key: str, value: Any)
         return
     values = value if isinstance(value, list) else [value]
     count = len(values)
-    dims = list(spec["shape"])
+    dims = list(spec.shape)
     fixed = 1
     for d in dims:
         if d != -1:
@@ -84,7 +85,7 @@ def _map(request: InferenceRequest, specs: dict[str, Any], key: str, value: Any)
         dims[i] = 1
     if variable:
         dims[variable[-1]] = count // fixed
-    dt = datatypes.from_name(spec["datatype"])
+    dt = datatypes.from_name(spec.datatype)
     array = json_to_array(values, dt, count, key)
     request.inputs.append(InferInput(key, dt, tuple(dims), array))
 

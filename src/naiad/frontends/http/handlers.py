@@ -10,7 +10,9 @@ import base64
 import binascii
 from typing import TYPE_CHECKING, Any
 
-from naiad.core.errors import Internal, InvalidArgument, NaiadError, NotFound, Unsupported
+from naiad.core.errors import InvalidArgument, NaiadError, NotFound
+from naiad.engine.repository_parameters import load_parameters, unload_dependents
+from naiad.frontends.http import render
 from naiad.frontends.http.codec import parse_json
 from naiad.frontends.http.encode import dumps
 from naiad.frontends.http.message import (
@@ -20,6 +22,7 @@ from naiad.frontends.http.message import (
     error_response,
     json_response,
 )
+from naiad.frontends.http.parameters import JSON_PARAMETERS
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -58,11 +61,11 @@ def model_ready(dp: DataPlane, req: Request, name: str, version: str) -> Respons
 
 
 def server_metadata(dp: DataPlane, req: Request) -> Response:
-    return json_response(dumps(dp.server_metadata()))
+    return json_response(dumps(render.server_metadata(dp.server_metadata())))
 
 
 def model_metadata(dp: DataPlane, req: Request, name: str, version: str) -> Response:
-    return json_response(dumps(dp.model_metadata(name, version)))
+    return json_response(dumps(render.model_metadata(dp.model_metadata(name, version))))
 
 
 def model_config(dp: DataPlane, req: Request, name: str, version: str) -> Response:
@@ -76,7 +79,7 @@ def model_config(dp: DataPlane, req: Request, name: str, version: str) -> Respon
 
 
 def stats(dp: DataPlane, req: Request, name: str, version: str) -> Response:
-    return json_response(dumps(dp.statistics(name, version)))
+    return json_response(dumps(render.statistics(dp.statistics(name, version))))
 
 
 # -- repository ---------------------------------------------------------------------
@@ -87,47 +90,28 @@ async def repository_index(dp: DataPlane, req: Request, repo: str) -> Response:
     ready = doc.get("ready", False)
     if not isinstance(ready, bool):
         raise InvalidArgument("Invalid value for 'ready': expected a boolean")
-    return json_response(dumps(await dp.repository_index(ready)))
+    # Triton's HTTP index ignores a repository name in the path (rest.md §1.1).
+    return json_response(dumps(render.repository_index(await dp.repository_index(ready))))
 
 
-def _no_repo_name(repo: str) -> None:
-    if repo:
-        raise Unsupported("'repository_name' specification is not supported")
-
-
-async def repository_load(dp: DataPlane, req: Request, repo: str, name: str) -> Response:
-    _no_repo_name(repo)
+def _parameters(req: Request) -> dict[str, Any]:
     doc = _json_body(req, optional=True)
     params = doc.get("parameters") or {}
     if not isinstance(params, dict):
         raise InvalidArgument("unable to parse 'parameters': expected an object")
-    config: str | None = None
-    files: dict[str, bytes] = {}
-    for key, value in params.items():
-        if not isinstance(value, str):
-            raise InvalidArgument(f"parameter '{key}' must be a string")
-        if key == "config":
-            config = value
-        elif key.startswith("file:"):
-            try:
-                files[key[len("file:") :]] = base64.b64decode(value, validate=True)
-            except (binascii.Error, ValueError):
-                raise InvalidArgument(f"unable to decode base64 content of '{key}'") from None
-        else:
-            raise Internal("unexpected error on creating Triton parameter")
-    await dp.load_model(name, config, files or None)
+    return params
+
+
+async def repository_load(dp: DataPlane, req: Request, repo: str, name: str) -> Response:
+    dp.check_repository_name(repo)
+    config, files = load_parameters(_parameters(req), JSON_PARAMETERS)
+    await dp.load_model(name, config, files)
     return empty_response(json_type=True)
 
 
 async def repository_unload(dp: DataPlane, req: Request, repo: str, name: str) -> Response:
-    _no_repo_name(repo)
-    doc = _json_body(req, optional=True)
-    params = doc.get("parameters") or {}
-    if not isinstance(params, dict):
-        raise InvalidArgument("unable to parse 'parameters': expected an object")
-    dependents = params.get("unload_dependents", False)
-    if not isinstance(dependents, bool):
-        raise InvalidArgument("unable to parse 'unload_dependents': expected a boolean")
+    dp.check_repository_name(repo)
+    dependents = unload_dependents(_parameters(req), JSON_PARAMETERS.flag)
     await dp.unload_model(name, dependents)
     return empty_response(json_type=True)
 
@@ -136,12 +120,11 @@ async def repository_unload(dp: DataPlane, req: Request, repo: str, name: str) -
 
 
 def shm_status(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
-    return json_response(dumps(dp.shm_status(kind, region)))
+    return json_response(dumps(render.shm_status(dp.shm_status(kind, region))))
 
 
 def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
-    if not region:
-        raise InvalidArgument(f"'region name' is necessary to register {kind} shared memory region")
+    dp.check_shm_region_name(kind, region)
     doc = _json_body(req)
     if kind == "system":
         if "key" not in doc:
@@ -199,15 +182,14 @@ def _uint(value: Any, what: str) -> int:
 
 def trace(dp: DataPlane, req: Request) -> Response:
     changes = None if req.method == "GET" else _json_body(req)
-    return json_response(dumps(dp.trace_setting("", changes)))
+    return json_response(dumps(render.trace_settings(dp.trace_setting("", changes))))
 
 
 def model_trace(dp: DataPlane, req: Request, name: str, version: str) -> Response:
     changes = None if req.method == "GET" else _json_body(req)
-    return json_response(dumps(dp.trace_setting(name, changes)))
+    return json_response(dumps(render.trace_settings(dp.trace_setting(name, changes))))
 
 
 def logging(dp: DataPlane, req: Request) -> Response:
-    if req.method == "GET":
-        return json_response(dumps(dp.log_settings.to_dict()))
-    return json_response(dumps(dp.log_settings.update(_json_body(req))))
+    changes = None if req.method == "GET" else _json_body(req)
+    return json_response(dumps(render.log_settings(dp.log_setting(changes))))

@@ -10,9 +10,9 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING
 
-from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, NaiadError
-from naiad.core.types import InferenceRequest, InferInput
+from naiad.core.parameters import forward_header
+from naiad.core.types import InferenceRequest
 from naiad.frontends.http import compression
 from naiad.frontends.http.codec import decode_infer
 from naiad.frontends.http.encode import encode_infer
@@ -21,10 +21,6 @@ from naiad.frontends.http.message import JSON, OCTET, Request, Response, error_r
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
 
-_RESERVED_HEADERS = frozenset(
-    ("sequence_id", "sequence_start", "sequence_end", "priority", "timeout", "headers",
-     "binary_data_output")
-)  # fmt: skip
 _UNSUPPORTED_ENCODING = [b"Accept-Encoding: gzip, deflate\r\n"]
 
 
@@ -56,7 +52,9 @@ class InferEndpoint:
             header_length = int(raw)
         force_binary = header_length == 0
         if force_binary:
-            request = self._decode_raw(name, version, body)
+            # Raw binary: the body is the single input's data, its shape deduced.
+            request = self.dp.raw_binary_request(name, version, body)
+            request.context = True  # outputs binary as well
         else:
             request = decode_infer(name, version, body, header_length)
         if self.forward is not None:
@@ -89,54 +87,7 @@ class InferEndpoint:
         assert self.forward is not None
         for key, value in headers.items():
             if self.forward.search(key):
-                if key in _RESERVED_HEADERS or key.startswith("triton_"):
-                    raise InvalidArgument(
-                        f"Header '{key}' is reserved for Triton usage and cannot be forwarded."
-                    )
-                request.parameters[key] = value
-
-    def _decode_raw(self, name: str, version: str, body: bytes) -> InferenceRequest:
-        """``Inference-Header-Content-Length: 0``: the body is the single input's data."""
-        meta = self.dp.model_metadata(name, version)
-        batching = self.dp.model_config(name, version).max_batch_size > 0
-        inputs = meta["inputs"]
-        if len(inputs) != 1:
-            raise InvalidArgument(
-                "Raw request must only have 1 input (found 1) to be deduced but got "
-                f"{len(inputs)} inputs in '{name}' model configuration"
-            )
-        spec = inputs[0]
-        dt = datatypes.from_name(spec["datatype"])
-        dims = list(spec["shape"][1:] if batching else spec["shape"])
-        if dt.is_bytes:
-            if dims != [1]:
-                raise InvalidArgument(
-                    f"Raw request for BYTES input '{spec['name']}' requires dims [1] in the "
-                    f"configuration of model '{name}'"
-                )
-        else:
-            variable = [i for i, d in enumerate(dims) if d == -1]
-            if len(variable) > 1:
-                raise InvalidArgument(
-                    f"Raw request for input '{spec['name']}' of model '{name}' cannot deduce "
-                    "the shape: more than one variable dimension"
-                )
-            fixed = dt.itemsize
-            for d in dims:
-                if d != -1:
-                    fixed *= d
-            if variable:
-                if fixed == 0 or len(body) % fixed:
-                    raise InvalidArgument(
-                        f"Raw request of {len(body)} bytes does not fit input '{spec['name']}' "
-                        f"of model '{name}'"
-                    )
-                dims[variable[0]] = len(body) // fixed
-        shape = tuple(([1] if batching else []) + dims)
-        request = InferenceRequest(name, model_version=int(version) if version else None)
-        request.inputs.append(InferInput(spec["name"], dt, shape, memoryview(body)))
-        request.context = True
-        return request
+                forward_header(request, key, value)
 
 
 def _trace_context(traceparent: str, tracestate: str | None) -> dict[str, str]:
