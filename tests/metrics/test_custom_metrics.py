@@ -5,8 +5,9 @@ from __future__ import annotations
 import pytest
 from metrics.helpers import add_simple, samples, scrape
 
+from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry
-from naiad.metrics import MetricKind, MetricsRegistry, ModelMetrics
+from naiad.metrics import MetricKind, MetricsRegistry
 from naiad.metrics.config import MetricsConfig
 
 

@@ -6,7 +6,8 @@ import json
 import re
 from pathlib import Path
 
-from naiad.metrics import ModelMetrics, SystemMetrics
+from naiad.engine.model_metrics import ModelMetrics
+from naiad.metrics import SystemMetrics
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "naiad-dashboard.json"
 

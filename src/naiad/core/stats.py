@@ -4,7 +4,7 @@ Counters are plain ints updated on the event loop (the schedulers complete
 requests there), so no locks are needed.  ``snapshot`` copies them into the
 frozen values of :mod:`naiad.core.statistics` that the frontends render.
 The Prometheus endpoint reads the same counters at scrape time
-(``naiad.metrics.models``), so the hot path records everything once, here.
+(``naiad.engine.model_metrics``), so the hot path records everything once, here.
 """
 
 from __future__ import annotations

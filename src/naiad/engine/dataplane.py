@@ -30,11 +30,12 @@ from naiad.engine.completion import Completion, Deliver
 from naiad.engine.loader import ModelLoader
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
+from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
 from naiad.engine.repository_index import ModelIndex
 from naiad.engine.settings import LogSettings, LogSettingValues, TraceSettings, TraceSettingValues
 from naiad.engine.tracing import Tracer
-from naiad.metrics import MetricsConfig, MetricsRegistry, ModelMetrics, SystemMetrics
+from naiad.metrics import MetricsConfig, MetricsRegistry, SystemMetrics
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig

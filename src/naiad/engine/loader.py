@@ -21,12 +21,16 @@ from naiad.backends.base import Backend, InstanceSpec, LoadContext
 from naiad.config import model_config_pb2 as pb
 from naiad.core.errors import NaiadError
 from naiad.core.signature import Signature
+from naiad.engine.ensembles import (
+    EnsembleDependencies,
+    EnsembleReadiness,
+    composing_decoupled,
+    not_available,
+)
 from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
 from naiad.engine.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
 from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
-from naiad.scheduling.ensemble import EnsembleReadiness, composing_decoupled
-from naiad.scheduling.ensemble_deps import EnsembleDependencies, not_available
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 if TYPE_CHECKING:

@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
+from naiad.engine.ensembles import not_available
 from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState
 from naiad.engine.repository_index import ModelIndex, index_rows
 from naiad.repository import Catalog, Repositories, Repository
@@ -29,7 +30,6 @@ from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import ModelSource
 from naiad.repository.overrides import remove_tree, write_model_files
 from naiad.repository.poll import PollPlan, plan_poll
-from naiad.scheduling.ensemble_deps import not_available
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig

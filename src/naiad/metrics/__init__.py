@@ -1,8 +1,11 @@
-"""Prometheus metrics owned by one server: per-model, server-wide and custom."""
+"""Prometheus metrics owned by one server: the registry, server-wide and custom families.
+
+The per-model families read the engine's registry, so they live with it
+(:mod:`naiad.engine.model_metrics`).
+"""
 
 from naiad.metrics.config import MetricsConfig
 from naiad.metrics.families import Metric, MetricFamily, MetricKind
-from naiad.metrics.models import ModelMetrics
 from naiad.metrics.registry import MetricsRegistry
 from naiad.metrics.system import SystemMetrics
 
@@ -12,6 +15,5 @@ __all__ = [
     "MetricKind",
     "MetricsConfig",
     "MetricsRegistry",
-    "ModelMetrics",
     "SystemMetrics",
 ]

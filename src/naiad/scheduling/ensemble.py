@@ -8,8 +8,9 @@ loop that sends step requests to the composing models through the core
 core like any model's; its execution count and compute time are the
 whole graph's.
 
-The ensemble is decoupled when one of its steps is (responses stream), and
-it is ready only while every composing model is (``EnsembleReadiness``).
+The engine wires an ensemble to its composing models at load time
+(:mod:`naiad.engine.ensembles`): the ensemble is decoupled when one of its
+steps is (responses stream), and ready only while every composing model is.
 """
 
 from __future__ import annotations
@@ -18,8 +19,6 @@ import asyncio
 import time
 from typing import TYPE_CHECKING, Any
 
-from naiad.backends.base import ModelInstance
-from naiad.core.errors import NaiadError, Unavailable
 from naiad.scheduling.base import Scheduler
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 from naiad.scheduling.ensemble_run import EnsembleRun
@@ -28,7 +27,6 @@ if TYPE_CHECKING:
     from naiad.backends.base import ServerCalls
     from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest, InferenceResponse
-    from naiad.engine.registry import ModelRegistry
     from naiad.scheduling.admission import ModelAdmission
 
 
@@ -81,32 +79,3 @@ class EnsembleScheduler(Scheduler):
             run.cancel()
             task.cancel()
         super().close()
-
-
-class EnsembleReadiness(ModelInstance):
-    """Stands for the ensemble's instances: ready while every composing model is."""
-
-    def __init__(self, registry: ModelRegistry, graph: EnsembleGraph) -> None:
-        self.registry = registry
-        self.composing = graph.composing()
-
-    def is_ready(self) -> bool:
-        for name, version in self.composing:
-            try:
-                mv = self.registry.get(name, version)
-            except NaiadError:
-                return False
-            if not all(instance.is_ready() for instance in mv.instances):
-                return False
-        return True
-
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
-        raise Unavailable("an ensemble has no instances to execute on")
-
-
-def composing_decoupled(registry: ModelRegistry, graph: EnsembleGraph) -> bool:
-    """Mark the decoupled steps (composing models are loaded); True if any is."""
-    for step in graph.steps:
-        mv = registry.get(step.model, step.version)
-        step.decoupled = bool(mv.signature is not None and mv.signature.decoupled)
-    return any(step.decoupled for step in graph.steps)

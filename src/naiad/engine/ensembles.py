@@ -1,4 +1,4 @@
-"""Ensembles and the models they compose: loading order and what depends on what.
+"""Ensembles and the models they compose: loading order, readiness, what depends on what.
 
 Loading an ensemble needs its composing models READY.  Model control
 (``naiad.engine.model_control``) loads them before the ensemble; one that is
@@ -9,7 +9,10 @@ of ensembles waiting on each other is refused instead of waiting forever.
 
 The dependencies are recorded here so that unloading a composing model can
 make its ensembles unavailable (as Triton does, with its wording) and so that
-``unload_dependents`` can find the models an ensemble brought in.
+``unload_dependents`` can find the models an ensemble brought in.  An
+ensemble's readiness and whether it streams follow its composing models'
+(:class:`EnsembleReadiness`, :func:`composing_decoupled`); running its steps
+is the scheduler's (:mod:`naiad.scheduling.ensemble`).
 """
 
 from __future__ import annotations
@@ -17,11 +20,14 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
-from naiad.core.errors import InvalidArgument
+from naiad.backends.base import ModelInstance
+from naiad.core.errors import InvalidArgument, NaiadError, Unavailable
 from naiad.core.model_state import ModelState
 
 if TYPE_CHECKING:
+    from naiad.core.types import InferenceRequest, InferenceResponse
     from naiad.engine.registry import ModelRegistry, ModelVersion
+    from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 #: The loader's ``LOADING`` check: first and longest poll interval, in seconds.
 _FIRST_POLL_S = 0.001
@@ -108,3 +114,32 @@ def _ready(registry: ModelRegistry, name: str, version: int | None) -> ModelVers
         return registry.get(name, version)
     except Exception:
         return None
+
+
+class EnsembleReadiness(ModelInstance):
+    """Stands for the ensemble's instances: ready while every composing model is."""
+
+    def __init__(self, registry: ModelRegistry, graph: EnsembleGraph) -> None:
+        self.registry = registry
+        self.composing = graph.composing()
+
+    def is_ready(self) -> bool:
+        for name, version in self.composing:
+            try:
+                mv = self.registry.get(name, version)
+            except NaiadError:
+                return False
+            if not all(instance.is_ready() for instance in mv.instances):
+                return False
+        return True
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        raise Unavailable("an ensemble has no instances to execute on")
+
+
+def composing_decoupled(registry: ModelRegistry, graph: EnsembleGraph) -> bool:
+    """Mark the decoupled steps (composing models are loaded); True if any is."""
+    for step in graph.steps:
+        mv = registry.get(step.model, step.version)
+        step.decoupled = bool(mv.signature is not None and mv.signature.decoupled)
+    return any(step.decoupled for step in graph.steps)
