@@ -12,6 +12,8 @@ import pytest
 import naiad
 from naiad.loop_thread import LoopThread
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def lt() -> Iterator[LoopThread]:

@@ -16,6 +16,8 @@ from support.onnx_models import write_config
 
 from naiad.core.errors import InvalidArgument
 
+pytestmark = pytest.mark.protocol
+
 DATATYPES = {
     "BOOL": np.bool_,
     "UINT8": np.uint8,

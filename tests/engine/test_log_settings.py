@@ -11,6 +11,8 @@ import pytest
 from naiad import logs
 from naiad.engine.settings import LogSettings
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def server_log():

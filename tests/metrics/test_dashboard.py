@@ -6,7 +6,11 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from naiad.metrics import ModelMetrics, SystemMetrics
+
+pytestmark = pytest.mark.unit
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "naiad-dashboard.json"
 

@@ -16,6 +16,8 @@ from support import onnx_models
 from support.onnx_models import write_config
 from support.served import HealthWatch, Served, closed_by_peer, naiad_serve
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Served]:

@@ -21,6 +21,8 @@ from naiad.core.errors import NaiadError
 from naiad.repository.cloud import FsspecRepository, parse_location
 from naiad.repository.sources import Repositories, is_url
 
+pytestmark = pytest.mark.e2e
+
 WAIT_S = 30.0
 X = [[1.0, 2.0, 3.0, 4.0]]
 

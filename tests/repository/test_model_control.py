@@ -26,6 +26,8 @@ from support.repository_models import (
 from naiad import Server
 from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
 
+pytestmark = pytest.mark.protocol
+
 WAIT_S = 30.0
 X = [[1.0, 2.0, 3.0, 4.0]]
 

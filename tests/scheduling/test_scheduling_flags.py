@@ -6,6 +6,8 @@ import pytest
 
 from naiad.cli import build_parser, options_from_args
 
+pytestmark = pytest.mark.unit
+
 
 def _options(*flags: str):
     return options_from_args(build_parser().parse_args(["serve", *flags]))

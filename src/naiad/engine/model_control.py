@@ -22,7 +22,8 @@ from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
-from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState
+from naiad.core.model_state import ModelState
+from naiad.engine.registry import ModelEntry, ModelRegistry
 from naiad.engine.repository_index import index_rows
 from naiad.repository import Catalog, Repositories, Repository
 from naiad.repository.fingerprint import ModelFingerprint

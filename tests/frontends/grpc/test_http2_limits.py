@@ -52,6 +52,8 @@ from frontends.grpc.h2client import (
 )
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 
+pytestmark = pytest.mark.e2e
+
 MiB = 1 << 20
 STREAM_WINDOW = 256 * 1024  # naiad's advertised SETTINGS_INITIAL_WINDOW_SIZE
 

@@ -11,6 +11,8 @@ from naiad.cli import build_parser, options_from_args
 from naiad.engine.options import ServerOptions
 from naiad.frontends.grpc.http2.limits import Limits
 
+pytestmark = pytest.mark.unit
+
 
 def _options(*flags: str) -> ServerOptions:
     return options_from_args(build_parser().parse_args(["serve", *flags]))

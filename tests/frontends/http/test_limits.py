@@ -23,6 +23,8 @@ from support.served import HealthWatch, Served, closed_by_peer, naiad_serve
 
 from frontends.http.wire import error_of, read_response
 
+pytestmark = pytest.mark.e2e
+
 TIMEOUT = 2.0  # the server's header, body and keep-alive timeouts here (seconds)
 
 
