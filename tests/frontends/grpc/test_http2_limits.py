@@ -175,7 +175,12 @@ def answering(served: Served, rss_bound: int) -> Iterator[None]:
     thread.start()
     try:
         yield
-        time.sleep(0.1)  # one more answer after the attack
+        # One more answer after the attack, and two at least: waited for, not slept on,
+        # as the watcher may not have had its first answer yet on a loaded machine.
+        wanted = max(answers[0] + 1, 2)
+        deadline = time.monotonic() + 30
+        while answers[0] < wanted and not failures and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         stop.set()
         thread.join()
