@@ -1,4 +1,10 @@
-"""Fixtures shared by every test folder."""
+"""Fixtures shared by every test folder, and the check that every test has one tier.
+
+Tiers (markers registered in pyproject.toml; README's "Tests" section):
+``unit`` (no server, no sockets), ``protocol`` (a real server, one feature at a
+time) and ``e2e`` (whole-system).  Each test module sets
+``pytestmark = pytest.mark.<tier>``.
+"""
 
 from __future__ import annotations
 
@@ -9,6 +15,27 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+
+TIERS = ("unit", "protocol", "e2e")
+
+
+@pytest.hookimpl(tryfirst=True)  # before ``-m`` deselects: every collected test is checked
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Refuse to run when a test has no tier marker, or more than one."""
+    wrong: dict[str, set[str]] = {}
+    for item in items:
+        tiers = {mark.name for mark in item.iter_markers() if mark.name in TIERS}
+        if len(tiers) != 1:
+            wrong.setdefault(item.nodeid.split("::")[0], set()).add(
+                ", ".join(sorted(tiers)) or "none"
+            )
+    if wrong:
+        lines = [f"  {path}: {' / '.join(sorted(found))}" for path, found in sorted(wrong.items())]
+        raise pytest.UsageError(
+            "every test needs exactly one tier marker (pytestmark = pytest.mark.unit, "
+            "protocol or e2e at the top of the module); these files have none or several:\n"
+            + "\n".join(lines)
+        )
 
 
 def free_port() -> int:

@@ -19,6 +19,8 @@ from pathlib import Path
 
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[1]
 EXAMPLE = ROOT / "examples" / "model_repository" / "add_sub"
 
@@ -65,6 +67,9 @@ def test_naiad_then_the_newest_tritonclient_all(venv: Path, tmp_path: Path) -> N
                     tensor.set_data_from_numpy(ones)
                 assert client.infer("add_sub", inputs).as_numpy("OUTPUT0").tolist() == [2.0] * 4
                 client.close()
+        from importlib.resources import files
+        for package in ("naiad", "triton_python_backend_utils"):  # PEP 561: typed packages
+            assert files(package).joinpath("py.typed").is_file(), package
         for mode in ("http", "grpc"):
             with naiad.Runner(mode, model_repository={str(repo)!r}, server_type=mode) as runner:
                 assert runner.add_sub.run(ones, ones)["OUTPUT0"].tolist() == [2.0] * 4

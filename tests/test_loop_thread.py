@@ -12,6 +12,8 @@ import pytest
 import naiad
 from naiad.loop_thread import LoopThread
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.fixture
 def lt() -> Iterator[LoopThread]:
@@ -56,15 +58,27 @@ def test_errors_reach_the_caller(lt):
 
 
 def test_a_busy_loop_gets_the_coroutine_handed_over(lt):
-    started = threading.Event()
+    started, release = threading.Event(), threading.Event()
 
-    def busy() -> None:  # a callback that holds the loop for a while
+    def busy() -> None:  # a callback that holds the loop until the test lets it go
         started.set()
-        time.sleep(0.2)
+        release.wait(30)
 
     lt.loop.call_soon_threadsafe(busy)
-    started.wait(5)
-    assert lt.run(_where(lt)) == _loop_ident(lt)
+    assert started.wait(5)
+    where: list[int] = []
+    caller = threading.Thread(target=lambda: where.append(lt.run(_where(lt))))
+    caller.start()
+    # The loop stays busy until run() has handed the coroutine over (a pending call),
+    # however late this thread gets there: no sleep decides what is tested.
+    deadline = time.monotonic() + 30
+    while not lt._pending and time.monotonic() < deadline:
+        time.sleep(0.001)
+    handed_over = bool(lt._pending)
+    release.set()
+    caller.join(30)
+    assert handed_over
+    assert where == [_loop_ident(lt)]
 
 
 def test_callbacks_scheduled_by_a_borrower_run_on_the_loop(lt):

@@ -5,7 +5,11 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 import naiad
+
+pytestmark = pytest.mark.unit
 
 
 def test_public_names():

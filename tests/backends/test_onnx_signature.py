@@ -13,6 +13,8 @@ from tritonclient.utils import InferenceServerException
 from naiad.backends.onnxruntime import OnnxRuntimeBackend
 from naiad.config.model_config_pb2 import DataType
 
+pytestmark = pytest.mark.protocol
+
 EXPECTED = (
     "model 'wrong', tensor 'INPUT0': the model expects 2 dimensions (shape [-1,4]) but the "
     "model configuration specifies 2 dimensions (an initial batch dimension because "

@@ -21,6 +21,8 @@ from naiad.core import datatypes
 from naiad.core.errors import Internal
 from naiad.core.types import InferenceRequest, InferInput
 
+pytestmark = pytest.mark.protocol
+
 CONFIG = """backend: "onnxruntime"
 max_batch_size: 8
 input [{ name: "INPUT" data_type: TYPE_FP32 dims: [-1] allow_ragged_batch: true }]

@@ -9,6 +9,8 @@ import pytest
 from naiad.config import ConfigError, config_from_json, config_to_dict, parse_config_text
 from naiad.core.errors import InvalidArgument
 
+pytestmark = pytest.mark.unit
+
 
 def test_enum_names_are_case_insensitive():
     config = config_from_json(

@@ -12,6 +12,8 @@ from google.protobuf import descriptor_pb2
 
 import naiad.config.model_config_pb2 as committed
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[2]
 CONFIG_DIR = ROOT / "src" / "naiad" / "config"
 

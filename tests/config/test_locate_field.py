@@ -6,6 +6,8 @@ import pytest
 
 from naiad.config.locate import locate
 
+pytestmark = pytest.mark.unit
+
 TEXT = """name: "m"   # comment with input { braces
 max_batch_size: 8
 input [

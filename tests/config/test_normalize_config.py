@@ -2,8 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
+
 from naiad.config import ModelConfig, normalize, parse_config_text
 from naiad.config.model_config_pb2 import ModelInstanceGroup
+
+pytestmark = pytest.mark.unit
 
 
 def _normalized(text: str, **kwargs) -> ModelConfig:

@@ -10,6 +10,8 @@ from _corpus_files import corpus_files
 from naiad.config import ConfigError, ModelConfig, parse_config_text, read_model_config
 from naiad.core.errors import InvalidArgument, Kind
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("path", corpus_files(), ids=lambda p: p.stem)
 def test_corpus_parses(path: Path) -> None:

@@ -6,6 +6,8 @@ import pytest
 
 from naiad.config import KNOWN_PLATFORMS, ConfigError, ModelConfig, fill_platform_and_backend
 
+pytestmark = pytest.mark.unit
+
 
 def _fill(model_dir, config: ModelConfig | None = None, first: int | None = 1) -> ModelConfig:
     config = config if config is not None else ModelConfig()

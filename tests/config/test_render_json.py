@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 from _corpus_files import CORPUS
 
 from naiad.config import (
@@ -16,6 +17,8 @@ from naiad.config import (
     parse_config_text,
 )
 from naiad.config.render import INT64_AS_NUMBER_PATHS
+
+pytestmark = pytest.mark.unit
 
 DENSENET_JSON = (
     '{"name":"densenet_onnx","platform":"onnxruntime_onnx","backend":"onnxruntime","runtime":"",'

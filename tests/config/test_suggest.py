@@ -9,6 +9,8 @@ from support.onnx_models import write_config
 from naiad.config import ConfigError, config_from_json, parse_config_text
 from naiad.config.suggest import closest
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.mark.parametrize(
     ("text", "line", "hint"),

@@ -19,6 +19,8 @@ from naiad.config import (
     validate_all,
 )
 
+pytestmark = pytest.mark.unit
+
 PATH = "/repo/m/config.pbtxt"
 IO = """
 input [ { name: "IN" data_type: TYPE_FP32 dims: [ 4 ] } ]

@@ -10,6 +10,8 @@ from naiad.config.model_signature import ModelSignature, TensorSignature
 from naiad.config.validate_signature import check_signature, validate_signature
 from naiad.core.errors import InvalidArgument
 
+pytestmark = pytest.mark.unit
+
 FP32, INT32, INT64, STRING = (
     DataType.TYPE_FP32,
     DataType.TYPE_INT32,

@@ -4,6 +4,8 @@ import pytest
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument
 
+pytestmark = pytest.mark.unit
+
 
 def test_every_datatype_has_consistent_names():
     assert [dt.name for dt in datatypes.ALL] == [

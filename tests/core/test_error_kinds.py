@@ -2,6 +2,8 @@ import pytest
 
 from naiad.core import errors
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize("kind", list(errors.Kind))
 def test_of_builds_the_class_of_each_kind(kind):

@@ -22,6 +22,8 @@ from support.onnx_models import identity, write_config
 
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, OutputTensor
 
+pytestmark = pytest.mark.protocol
+
 CORE_TYPES = (InferenceRequest, InferenceResponse, InferInput, OutputTensor)
 X = np.arange(16, dtype=np.float32).reshape(1, 16)
 

@@ -32,7 +32,10 @@ from naiad.core.types import (
 from naiad.engine.dataplane import DataPlane
 from naiad.engine.options import ServerOptions
 
-pytestmark = pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm")
+pytestmark = [
+    pytest.mark.unit,
+    pytest.mark.skipif(not Path("/dev/shm").is_dir(), reason="needs /dev/shm"),
+]
 
 MakeShm = Callable[[int], str]
 

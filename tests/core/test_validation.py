@@ -9,6 +9,8 @@ from naiad.core.signature import Signature
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
 from naiad.core.validation import validate_request
 
+pytestmark = pytest.mark.unit
+
 BATCHING = """
 name: "m" max_batch_size: 8
 input [ { name: "A" data_type: TYPE_FP32 dims: [ 16 ] },

@@ -4,10 +4,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from support import onnx_models
 from support.onnx_models import write_config
 
 from naiad.engine.check import check_repositories
+
+pytestmark = pytest.mark.unit
 
 ONNX_IO = (
     'input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [16] }]\n'

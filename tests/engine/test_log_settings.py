@@ -11,6 +11,8 @@ import pytest
 from naiad import logs
 from naiad.engine.settings import LogSettings, LogSettingValues
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def server_log():

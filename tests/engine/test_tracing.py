@@ -15,6 +15,8 @@ from naiad.core.stats import ModelStats
 from naiad.engine.settings import TraceSettings
 from naiad.engine.tracing import Tracer
 
+pytestmark = pytest.mark.protocol
+
 ACTIVITIES = [
     "REQUEST_START",
     "QUEUE_START",

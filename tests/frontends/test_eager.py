@@ -4,7 +4,11 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from naiad.frontends.eager import start_eagerly
+
+pytestmark = pytest.mark.unit
 
 
 def run(main):

@@ -26,6 +26,8 @@ from support.onnx_models import write_config
 from naiad.core.shm import DISABLED
 from naiad.core.shm.cuda import load_runtime
 
+pytestmark = pytest.mark.e2e
+
 shm = pytest.importorskip("tritonclient.utils.shared_memory")
 httpclient = pytest.importorskip("tritonclient.http")
 grpcclient = pytest.importorskip("tritonclient.grpc")

@@ -18,6 +18,7 @@ bentoml = pytest.importorskip("bentoml")
 # BentoML's client calls APIs its dependencies deprecate (pydantic 2.11, pathspec 1.x),
 # and leaves its temporary folders to the garbage collector (see conftest.py).
 pytestmark = [
+    pytest.mark.e2e,
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]

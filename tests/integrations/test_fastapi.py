@@ -14,6 +14,8 @@ import pytest
 from integration_helpers import DIGITS, RUNNER_EXAMPLES, serving, stop
 from support.processes import alive, children, free_port
 
+pytestmark = pytest.mark.e2e
+
 
 @pytest.fixture(scope="module")
 def app(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, subprocess.Popen, Path]]:

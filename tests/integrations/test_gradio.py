@@ -18,6 +18,8 @@ from integration_helpers import LABELS, RUNNER_EXAMPLES
 
 import naiad
 
+pytestmark = pytest.mark.e2e
+
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 gr = pytest.importorskip("gradio")
 Image = pytest.importorskip("PIL.Image")

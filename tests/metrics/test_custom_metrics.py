@@ -10,6 +10,8 @@ from naiad.engine.registry import ModelRegistry
 from naiad.metrics import MetricKind, MetricsRegistry
 from naiad.metrics.config import MetricsConfig
 
+pytestmark = pytest.mark.protocol
+
 
 def test_counter_gauge_histogram():
     registry = MetricsRegistry()

@@ -6,8 +6,12 @@ import json
 import re
 from pathlib import Path
 
+import pytest
+
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.metrics import SystemMetrics
+
+pytestmark = pytest.mark.unit
 
 DASHBOARD = Path(__file__).parents[2] / "docs" / "grafana" / "naiad-dashboard.json"
 

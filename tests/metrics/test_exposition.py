@@ -10,6 +10,8 @@ from naiad.metrics.config import MetricsConfig, parse_quantiles
 from naiad.metrics.distributions import Histogram, Summary
 from naiad.metrics.exposition import FamilySnapshot, Sample, format_value, render
 
+pytestmark = pytest.mark.unit
+
 
 @pytest.mark.parametrize(
     ("value", "text"),

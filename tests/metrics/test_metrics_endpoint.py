@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from metrics.helpers import add_simple, samples, scrape
 
+pytestmark = pytest.mark.protocol
+
 LABELS = 'model="simple",version="1"'
 
 

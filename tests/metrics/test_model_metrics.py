@@ -10,6 +10,8 @@ from metrics.helpers import add_fake, add_simple, samples, scrape, simple_inputs
 
 from naiad.core.errors import NaiadError
 
+pytestmark = pytest.mark.protocol
+
 LABELS = 'model="simple",version="1"'
 
 

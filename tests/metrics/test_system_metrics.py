@@ -13,6 +13,8 @@ from naiad.metrics.exposition import render
 from naiad.metrics.gpu import NvmlGpus, open_gpus
 from naiad.metrics.system import SystemMetrics
 
+pytestmark = pytest.mark.protocol
+
 
 def _proc(tmp_path, stat: str, meminfo: str):
     (tmp_path / "stat").write_text(stat)

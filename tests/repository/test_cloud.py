@@ -22,6 +22,8 @@ from naiad.engine.repository_index import ModelIndex
 from naiad.repository.cloud import FsspecRepository, parse_location
 from naiad.repository.sources import Repositories, is_url
 
+pytestmark = pytest.mark.e2e
+
 WAIT_S = 30.0
 X = [[1.0, 2.0, 3.0, 4.0]]
 

@@ -19,6 +19,8 @@ from support import onnx_models
 from support.onnx_models import write_config
 from tritonclient.utils import InferenceServerException
 
+pytestmark = pytest.mark.protocol
+
 EVIL = """
 from pathlib import Path
 Path({marker!r}).write_text("ran")

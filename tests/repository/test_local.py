@@ -10,6 +10,8 @@ from support.onnx_models import write_config
 from naiad.config import model_config_pb2 as pb
 from naiad.repository import ModelSource, scan, select_versions
 
+pytestmark = pytest.mark.protocol
+
 
 def test_numeric_version_folders_only(tmp_path):
     for name in ("1", "2", "10", "01", "abc", ".git"):

@@ -27,6 +27,8 @@ from naiad import Server
 from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
 from naiad.engine.repository_index import ModelIndex
 
+pytestmark = pytest.mark.protocol
+
 WAIT_S = 30.0
 X = [[1.0, 2.0, 3.0, 4.0]]
 

@@ -21,6 +21,8 @@ import pytest
 from support.processes import free_port
 from tritonclient.utils import InferenceServerException
 
+pytestmark = pytest.mark.e2e
+
 TRITON = Path.home() / ".cache" / "naiad-reference" / "bin" / "tritonserver"
 
 PYTHON_MODEL = """

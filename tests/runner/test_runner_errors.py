@@ -9,6 +9,8 @@ import pytest
 import naiad
 from naiad.core.errors import Kind
 
+pytestmark = pytest.mark.e2e
+
 A = np.ones(4, np.float32)
 
 

@@ -10,6 +10,8 @@ import pytest
 
 import naiad
 
+pytestmark = pytest.mark.e2e
+
 A = np.array([1.5, 2.0, -3.0, 4.0], np.float32)
 B = np.array([0.5, 1.0, 1.0, -2.0], np.float32)
 

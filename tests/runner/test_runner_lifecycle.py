@@ -22,6 +22,8 @@ from support.repository_models import write_model
 import naiad
 from naiad.core.errors import Kind
 
+pytestmark = pytest.mark.e2e
+
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 ONE = np.ones((1, 4), np.float32)
 NETWORK = ("grpc", "http")

@@ -9,6 +9,8 @@ from multiprocessing import shared_memory
 import numpy as np
 import pytest
 
+pytestmark = pytest.mark.e2e
+
 A = np.ones(4, np.float32)
 
 

@@ -26,9 +26,10 @@ EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 A = np.array([1, 2, 3, 4], np.float32)
 B = np.array([4, 3, 2, 1], np.float32)
 
-pytestmark = pytest.mark.skipif(
-    not TRITONSERVER.exists(), reason="the reference Triton is not installed"
-)
+pytestmark = [
+    pytest.mark.e2e,
+    pytest.mark.skipif(not TRITONSERVER.exists(), reason="the reference Triton is not installed"),
+]
 
 
 @pytest.fixture(scope="module")

@@ -9,6 +9,8 @@ from scheduling_helpers import Recorder, infer, make_server, request, stats, unt
 
 from naiad.core.errors import Unavailable
 
+pytestmark = pytest.mark.unit
+
 LIMIT_2 = 'parameters { key: "naiad.max_queued_requests" value { string_value: "2" } }\n'
 ONE = "instance_group [{ kind: KIND_CPU count: 1 }]\n"
 

@@ -11,6 +11,7 @@ import asyncio
 
 import numpy as np
 import onnxruntime as ort
+import pytest
 from scheduling_helpers import (
     Recorder,
     batch_sizes,
@@ -26,6 +27,8 @@ from support import onnx_models
 from support.onnx_models import write_config
 
 from naiad.scheduling.base import INLINE_MAX_NS
+
+pytestmark = pytest.mark.unit
 
 ONE = "instance_group [{ kind: KIND_CPU count: 1 }]\n"
 

@@ -14,6 +14,8 @@ from naiad.core.errors import Internal, InvalidArgument, NaiadError
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
 from naiad.engine.registry import ModelState
 
+pytestmark = pytest.mark.protocol
+
 IMAGE = (np.arange(4 * 5 * 3, dtype=np.uint8).reshape(4, 5, 3) * 7) % 251
 
 

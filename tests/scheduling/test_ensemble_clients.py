@@ -15,6 +15,8 @@ from tritonclient.utils import InferenceServerException
 
 from naiad import Server
 
+pytestmark = pytest.mark.protocol
+
 WAIT_S = 30.0
 IMAGE = (np.arange(int(np.prod(IMAGE_SHAPE)), dtype=np.uint8).reshape(IMAGE_SHAPE) * 13) % 241
 

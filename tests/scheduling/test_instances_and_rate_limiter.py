@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 
+import pytest
 from scheduling_helpers import (
     Recorder,
     RecordingInstance,
@@ -16,6 +17,8 @@ from scheduling_helpers import (
 )
 
 from naiad.scheduling.rate_limiter import RateLimiter, ResourceLimit
+
+pytestmark = pytest.mark.unit
 
 
 async def test_instances_of_a_group_execute_concurrently(repo):

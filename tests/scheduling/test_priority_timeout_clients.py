@@ -10,6 +10,8 @@ from scheduling_helpers import Recorder, make_server, request, until, write_mode
 
 import naiad.frontends.grpc as grpc_frontend
 
+pytestmark = pytest.mark.protocol
+
 grpcclient = pytest.importorskip("tritonclient.grpc.aio")
 httpclient = pytest.importorskip("tritonclient.http.aio")
 from tritonclient.utils import InferenceServerException  # noqa: E402

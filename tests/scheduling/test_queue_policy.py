@@ -11,6 +11,8 @@ from scheduling_helpers import write_model as _write
 from naiad.core.errors import Unavailable
 from naiad.scheduling.queues import PriorityQueues, QueuePolicy
 
+pytestmark = pytest.mark.unit
+
 ONE = "instance_group [{ kind: KIND_CPU count: 1 }]\n"
 
 

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scheduling_helpers import Recorder, make_server, request, stats, write_model
 
 from naiad.core import datatypes
 from naiad.core.types import InferenceRequest, InferInput, OutputTensor, RequestedOutput
 from naiad.engine.cache import ResponseCache, parse_size
+
+pytestmark = pytest.mark.unit
 
 CACHED = "response_cache { enable: true }\n"
 CACHE = {"local": {"size": "1MB"}}

@@ -6,6 +6,8 @@ import pytest
 
 from naiad.engine.flags import options_from_args, serve_parser
 
+pytestmark = pytest.mark.unit
+
 
 def _options(*flags: str):
     return options_from_args(serve_parser().parse_args(flags))

@@ -20,6 +20,8 @@ from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.types import CorrelationId, InferenceRequest, InferInput, RequestedOutput
 
+pytestmark = pytest.mark.protocol
+
 WAIT_S = 30.0
 STEPS = 4
 

@@ -21,6 +21,8 @@ from tritonclient.utils import InferenceServerException
 
 from naiad import Server
 
+pytestmark = pytest.mark.e2e
+
 PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 STEPS = 3
 

@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import pytest
 from scheduling_helpers import Recorder, infer, make_server, request, until, write_model
 
 from naiad.core.types import InferenceRequest
+
+pytestmark = pytest.mark.unit
 
 READY = """
 sequence_batching {

@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from scheduling_helpers import Recorder, make_server, stats, write_model
 from support import onnx_models
 from support.onnx_models import write_config
+
+pytestmark = pytest.mark.unit
 
 WARMUP = """
 instance_group [{ kind: KIND_CPU count: 2 }]

@@ -20,6 +20,7 @@ from naiad import config as cfg
 from naiad.backends.base import Backend, InstanceSpec, LoadContext
 from naiad.config import model_config_pb2 as pb
 from naiad.core.errors import NaiadError
+from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
 from naiad.engine.ensembles import (
     EnsembleDependencies,
@@ -27,7 +28,7 @@ from naiad.engine.ensembles import (
     composing_decoupled,
     not_available,
 )
-from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState, ModelVersion
+from naiad.engine.registry import ModelEntry, ModelRegistry, ModelVersion
 from naiad.engine.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
 from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler

@@ -22,8 +22,9 @@ from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
+from naiad.core.model_state import ModelState
 from naiad.engine.ensembles import not_available
-from naiad.engine.registry import ModelEntry, ModelRegistry, ModelState
+from naiad.engine.registry import ModelEntry, ModelRegistry
 from naiad.engine.repository_index import ModelIndex, index_rows
 from naiad.repository import Catalog, Repositories, Repository
 from naiad.repository.fingerprint import ModelFingerprint

@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import InvalidArgument, NotFound, Unavailable
-from naiad.core.model_state import ModelState
+from naiad.core.model_state import ModelState as ModelState  # re-exported for dataplane
 from naiad.core.stats import ModelStats
 
 if TYPE_CHECKING:

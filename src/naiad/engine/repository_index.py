@@ -10,7 +10,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from naiad.engine.registry import ModelRegistry, ModelState
+from naiad.core.model_state import ModelState
+from naiad.engine.registry import ModelRegistry
 
 if TYPE_CHECKING:
     from naiad.repository.sources import Catalog

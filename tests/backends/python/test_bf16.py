@@ -13,6 +13,8 @@ import numpy as np
 import pytest
 from pybackend_models import write_model
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 BF16_CONFIG = """

@@ -9,6 +9,8 @@ from pybackend_models import add_sub, bls, repeat, write_model
 
 from naiad.core.errors import Kind, NaiadError
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 

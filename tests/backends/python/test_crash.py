@@ -9,6 +9,8 @@ from pybackend_models import add_sub, repeat
 
 from naiad.core.errors import Kind, NaiadError
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.mark.parametrize("how", ["exit", "segv"])
 def test_crash_fails_in_flight_request_and_restarts(repo, serve, how):

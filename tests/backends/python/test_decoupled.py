@@ -9,6 +9,8 @@ from pybackend_models import ASYNC_SQUARE, repeat
 
 from naiad.core.errors import Kind
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 

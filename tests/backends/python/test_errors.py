@@ -8,6 +8,8 @@ from pybackend_models import add_sub
 
 from naiad.core.errors import Kind, NaiadError
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 

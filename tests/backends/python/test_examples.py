@@ -9,6 +9,8 @@ import numpy as np
 import pytest
 from pybackend_helpers import A, B, request, stream
 
+pytestmark = pytest.mark.e2e
+
 EXAMPLES = Path(__file__).resolve().parents[3] / "examples" / "model_repository"
 
 

@@ -11,6 +11,8 @@ from pybackend_models import add_sub, write_model
 
 from naiad.core.errors import Kind, NaiadError
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 

@@ -12,6 +12,8 @@ import numpy as np
 import pytest
 from pybackend_models import write_model
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 CONFIG = """

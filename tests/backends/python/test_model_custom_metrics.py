@@ -9,6 +9,8 @@ import pytest
 from pybackend_helpers import A, B
 from pybackend_models import add_sub
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 METRICS_MODEL = """

@@ -12,6 +12,8 @@ import triton_python_backend_utils as pb_utils
 from triton_python_backend_utils import _dlpack
 from triton_python_backend_utils._request import InferenceRequest
 
+pytestmark = pytest.mark.unit
+
 
 def test_dtype_maps():
     assert pb_utils.triton_string_to_numpy("TYPE_FP32") is np.float32

@@ -15,6 +15,8 @@ import numpy as np
 import pytest
 from pybackend_models import write_model
 
+pytestmark = pytest.mark.protocol
+
 MODES = ["process", "thread"]
 
 _MODE = '\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}\n'

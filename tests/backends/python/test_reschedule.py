@@ -26,6 +26,8 @@ from tritonclient.utils import InferenceServerException
 
 from naiad import Server
 
+pytestmark = pytest.mark.protocol
+
 ITERATIVE = """name: "{name}"
 backend: "python"
 max_batch_size: 4

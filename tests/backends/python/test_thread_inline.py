@@ -9,8 +9,11 @@ loop (``naiad.loop_thread``).  Where a batch ran is evidence, not timing.
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from pybackend_helpers import A, B, instances
 from pybackend_models import add_sub, bls
+
+pytestmark = pytest.mark.protocol
 
 #: add_sub that records its threads; ``helper_bls`` reaches BLS through a name
 #: the source scan cannot see, as a helper module's call would.

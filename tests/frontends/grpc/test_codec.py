@@ -21,6 +21,8 @@ from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
 from naiad.frontends.grpc.errors import STATUS_CODES, status_of
 
+pytestmark = pytest.mark.unit
+
 tc = pytest.importorskip("tritonclient.grpc")
 from tritonclient.grpc import _utils as tc_utils  # noqa: E402
 from tritonclient.grpc import service_pb2 as tc_pb  # noqa: E402

@@ -14,6 +14,8 @@ from tritonclient.utils import InferenceServerException
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc import grpc_service_pb2_grpc as pb_grpc
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def client(grpc_url: str) -> Iterator[grpcclient.InferenceServerClient]:

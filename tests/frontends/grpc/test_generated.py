@@ -16,6 +16,8 @@ from google.protobuf.descriptor import Descriptor, FieldDescriptor
 import naiad.frontends.grpc.grpc_service_pb2 as pb
 import naiad.frontends.grpc.grpc_service_pb2_grpc as pb_grpc
 
+pytestmark = pytest.mark.e2e
+
 ROOT = Path(__file__).resolve().parents[3]
 GRPC_DIR = ROOT / "src" / "naiad" / "frontends" / "grpc"
 CONFIG_DIR = ROOT / "src" / "naiad" / "config"

@@ -36,6 +36,8 @@ from frontends.grpc.h2client import (
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc import grpc_service_pb2_grpc as pb_grpc
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def http2_port(grpc_server: Any) -> int:

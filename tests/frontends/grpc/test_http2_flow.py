@@ -10,8 +10,12 @@ from __future__ import annotations
 from collections import deque
 from typing import Any
 
+import pytest
+
 from naiad.frontends.grpc.http2.flow import Receiver
 from naiad.frontends.grpc.http2.limits import Limits
+
+pytestmark = pytest.mark.unit
 
 STREAM_WINDOW = 1000
 

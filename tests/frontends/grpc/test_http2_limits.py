@@ -52,6 +52,8 @@ from frontends.grpc.h2client import (
 )
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 
+pytestmark = pytest.mark.e2e
+
 MiB = 1 << 20
 STREAM_WINDOW = 256 * 1024  # naiad's advertised SETTINGS_INITIAL_WINDOW_SIZE
 
@@ -173,7 +175,12 @@ def answering(served: Served, rss_bound: int) -> Iterator[None]:
     thread.start()
     try:
         yield
-        time.sleep(0.1)  # one more answer after the attack
+        # One more answer after the attack, and two at least: waited for, not slept on,
+        # as the watcher may not have had its first answer yet on a loaded machine.
+        wanted = max(answers[0] + 1, 2)
+        deadline = time.monotonic() + 30
+        while answers[0] < wanted and not failures and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         stop.set()
         thread.join()

@@ -8,6 +8,8 @@ from cases.infer_cases import CASES, InferCase
 
 from frontends.grpc.runner import run_aio, run_aio_stream, run_stream, run_sync
 
+pytestmark = pytest.mark.protocol
+
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 
 

@@ -11,6 +11,8 @@ from naiad.engine.flags import options_from_args, serve_parser
 from naiad.engine.options import ServerOptions
 from naiad.frontends.grpc.http2.limits import Limits
 
+pytestmark = pytest.mark.unit
+
 
 def _options(*flags: str) -> ServerOptions:
     return options_from_args(serve_parser().parse_args(flags))

@@ -15,6 +15,8 @@ import tritonclient.grpc.aio as aioclient
 from backends.python.pybackend_models import repeat, write_model
 from tritonclient.utils import InferenceServerException
 
+pytestmark = pytest.mark.protocol
+
 SLOW = """
 import time
 import triton_python_backend_utils as pb_utils

@@ -7,11 +7,15 @@ import asyncio
 import socket
 from typing import Any
 
+import pytest
+
 from naiad.core.types import InferenceRequest
 from naiad.engine.options import ServerOptions
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
 from naiad.frontends.http.protocol import HttpConnection
+
+pytestmark = pytest.mark.unit
 
 
 class _Transport(asyncio.Transport):

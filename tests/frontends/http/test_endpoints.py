@@ -11,6 +11,8 @@ import pytest
 import tritonclient.http as httpclient
 from tritonclient.utils import InferenceServerException
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def client(http_url: str) -> Iterator[httpclient.InferenceServerClient]:

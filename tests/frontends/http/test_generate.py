@@ -11,6 +11,8 @@ import pytest
 
 from frontends.http.wire import error_of, request
 
+pytestmark = pytest.mark.protocol
+
 
 @pytest.fixture
 def conn(http_port: int) -> Iterator[http.client.HTTPConnection]:

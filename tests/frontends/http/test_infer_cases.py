@@ -7,6 +7,8 @@ from cases.infer_cases import CASES, InferCase
 
 from frontends.http.runner import run_aio, run_sync
 
+pytestmark = pytest.mark.protocol
+
 BINARY = [pytest.param(True, id="binary"), pytest.param(False, id="json")]
 CASE_PARAMS = [pytest.param(case, id=case.id) for case in CASES]
 

@@ -23,6 +23,8 @@ from support.served import HealthWatch, Served, closed_by_peer, naiad_serve
 
 from frontends.http.wire import error_of, read_response
 
+pytestmark = pytest.mark.e2e
+
 TIMEOUT = 2.0  # the server's header, body and keep-alive timeouts here (seconds)
 
 
@@ -191,11 +193,14 @@ def test_an_idle_keepalive_connection_is_closed(server: Served) -> None:
 
 
 def test_a_busy_keepalive_connection_stays_open(server: Served) -> None:
+    # Requests TIMEOUT / 4 apart keep one connection open for 1.5 * TIMEOUT, past the
+    # keep-alive timeout, so each request must restart it.  A pause of TIMEOUT / 4
+    # leaves 3/4 of the timeout (1.5 s) for a loaded machine to send the next one.
     conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=10)
-    for _ in range(4):
+    for _ in range(6):
         conn.request("GET", "/v2/health/live")
         assert conn.getresponse().read() == b""
-        time.sleep(TIMEOUT / 2)
+        time.sleep(TIMEOUT / 4)
     conn.close()
 
 
@@ -249,11 +254,24 @@ def capped(serve: object, limits_repo: Path) -> object:
     return serve(limits_repo, http=True, http_max_connections=8)  # type: ignore[operator]
 
 
+def until_held(server: object, count: int, *, idle: bool) -> None:
+    """Wait until the server holds ``count`` connections, all idle or all reading a head
+    (a fixed sleep would only hope the server got that far on a loaded machine)."""
+    listener = server.frontends["http"]  # type: ignore[attr-defined]
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        held = list(listener.connections)
+        if len(held) == count and all(c.idle is idle for c in held):
+            return
+        time.sleep(0.01)
+    raise AssertionError(f"the server holds {len(held)} connections, not {count}")
+
+
 def test_at_the_connection_cap_the_longest_idle_connection_makes_room(capped: object) -> None:
     port = capped.http_port  # type: ignore[attr-defined]
     idle = [connect(port) for _ in range(8)]
     try:
-        time.sleep(0.2)
+        until_held(capped, 8, idle=True)
         with connect(port) as sock:
             sock.sendall(b"GET /v2/health/ready HTTP/1.1\r\n\r\n")
             assert answer(sock)[0] == 200
@@ -269,7 +287,7 @@ def test_at_the_connection_cap_with_none_idle_a_newcomer_gets_503(capped: object
     try:
         for sock in busy:
             sock.sendall(b"GET /v2/health/ready HTTP/1.1\r\n")  # heads not finished
-        time.sleep(0.2)
+        until_held(capped, 8, idle=False)
         with connect(port) as sock:
             status, _, body = answer(sock)
             assert status == 503

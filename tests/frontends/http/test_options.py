@@ -12,6 +12,8 @@ import tritonclient.http.aio as aioclient
 
 from frontends.http.wire import error_of, infer_body, request
 
+pytestmark = pytest.mark.protocol
+
 X = np.arange(16, dtype=np.float32).reshape(1, 16)
 
 

@@ -15,6 +15,8 @@ import pytest
 from frontends.http.conftest import MAX_INPUT
 from frontends.http.wire import error_of, infer_body, read_response, request
 
+pytestmark = pytest.mark.protocol
+
 X = np.arange(16, dtype=np.float32).reshape(1, 16)
 INFER = "/v2/models/identity_fp32/infer"
 

@@ -17,6 +17,7 @@ region whose size cannot be checked could expose other device memory.
 from __future__ import annotations
 
 import ctypes
+import importlib
 import logging
 from typing import Any
 
@@ -81,17 +82,31 @@ class CudaRuntime:
         self._call(self.rt.cudaIpcCloseMemHandle, ptr)
 
 
+def _bindings() -> tuple[Any, Any] | None:
+    """cuda-python's (runtime, driver) modules, or None where it is not installed.
+
+    Imported by name: the two layouts cannot both type-check, and which one
+    exists depends on the installed cuda-python.
+    """
+    for driver_name, runtime_name in (
+        ("cuda.bindings.driver", "cuda.bindings.runtime"),
+        ("cuda.cuda", "cuda.cudart"),  # cuda-python < 12.6 layout
+    ):
+        try:
+            driver = importlib.import_module(driver_name)
+            runtime = importlib.import_module(runtime_name)
+        except ImportError:
+            continue
+        return runtime, driver
+    return None
+
+
 def load_runtime() -> CudaRuntime | None:
     """The CUDA runtime if cuda-python is installed and sees at least one GPU."""
-    try:
-        from cuda.bindings import driver, runtime
-    except ImportError:
-        try:  # cuda-python < 12.6 layout
-            from cuda import cuda as driver  # type: ignore[no-redef]
-            from cuda import cudart as runtime  # type: ignore[no-redef]
-        except ImportError:
-            return None
-    cuda = CudaRuntime(runtime, driver)
+    bindings = _bindings()
+    if bindings is None:
+        return None
+    cuda = CudaRuntime(*bindings)
     try:
         count = cuda.device_count()
     except CudaError as exc:
