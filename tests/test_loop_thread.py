@@ -134,6 +134,45 @@ def test_close_stops_the_thread(lt):
     assert lt.loop.is_closed()
 
 
+def test_closing_answers_a_call_it_did_not_know_of_yet(
+    lt: LoopThread, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A call whose coroutine already runs but whose future close() has not seen
+    registered yet: its task is cancelled, and the caller still gets UNAVAILABLE."""
+    registered = threading.Event()
+    closed = threading.Event()
+    waiting = LoopThread._waiting
+
+    def late(self: LoopThread, future: object) -> None:
+        closed.wait(5)  # register only after close() went through its futures
+        waiting(self, future)  # type: ignore[arg-type]
+        registered.set()
+
+    monkeypatch.setattr(LoopThread, "_waiting", late)
+    reached = threading.Event()
+
+    async def forever() -> None:
+        reached.set()
+        await asyncio.Event().wait()
+
+    outcome: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            lt.call(forever())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert reached.wait(5)
+    lt.close()
+    closed.set()
+    thread.join(5)
+    assert registered.is_set() and not thread.is_alive()
+    assert isinstance(outcome[0], naiad.NaiadError) and "has stopped" in str(outcome[0])
+
+
 def test_closing_answers_whoever_still_waits(lt):
     reached = threading.Event()
 

@@ -57,6 +57,7 @@ class LoopThread:
         self.loop = asyncio.SelectorEventLoop(_Selector(self._lock))
         #: Futures of calls still running on the loop (see close).
         self._pending: weakref.WeakSet[concurrent.futures.Future[Any]] = weakref.WeakSet()
+        self._closing = False  # set by close(), before it cancels what still runs
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -79,7 +80,7 @@ class LoopThread:
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (never from the loop itself)."""
-        return self._submit(coro).result(timeout)
+        return self._result(self._submit(coro), timeout)
 
     async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and await its result from another loop."""
@@ -94,6 +95,20 @@ class LoopThread:
             raise Unavailable(_STOPPED) from None
         self._waiting(future)
         return future
+
+    def _result(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
+        """The future's result; UNAVAILABLE, not a cancellation, when close() ended it.
+
+        close() answers the futures it knows of, but one submitted a moment
+        before it may not be registered yet when close() cancels the loop's
+        tasks, and a cancelled task cancels its future.
+        """
+        try:
+            return future.result(timeout)
+        except concurrent.futures.CancelledError:
+            if self._closing:
+                raise Unavailable(_STOPPED) from None
+            raise
 
     def _waiting(self, future: concurrent.futures.Future[Any]) -> None:
         """Answer ``future`` with an error if the loop stops before it does (see close)."""
@@ -118,7 +133,7 @@ class LoopThread:
         future = self._borrow(coro)
         if future is None:
             return self.call(coro)
-        return future.result()
+        return self._result(future)
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
         """:meth:`acall`, run on this thread while the loop idles (see :meth:`run`)."""
@@ -166,6 +181,7 @@ class LoopThread:
         dropped, and whoever waits for it gets an UNAVAILABLE error, not a hang."""
         if self.loop.is_closed():
             return
+        self._closing = True
         for future in list(self._pending):
             _stopped(future)
         if self.running and not self.on_loop_thread():
