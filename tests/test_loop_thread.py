@@ -134,66 +134,54 @@ def test_close_stops_the_thread(lt):
     assert lt.loop.is_closed()
 
 
+def _close_while_a_call_waits(
+    lt: LoopThread, after_close: threading.Event | None = None
+) -> BaseException:
+    """Close ``lt`` while another thread waits in ``call``; what that thread got."""
+    reached = threading.Event()
+
+    async def forever() -> None:
+        reached.set()
+        await asyncio.Event().wait()
+
+    outcome: list[BaseException] = []
+
+    def waiter() -> None:
+        try:
+            lt.call(forever())
+        except BaseException as exc:
+            outcome.append(exc)
+
+    thread = threading.Thread(target=waiter)
+    thread.start()
+    assert reached.wait(5)
+    lt.close()
+    if after_close is not None:
+        after_close.set()
+    thread.join(5)
+    assert not thread.is_alive()
+    return outcome[0]
+
+
 def test_closing_answers_a_call_it_did_not_know_of_yet(
     lt: LoopThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """A call whose coroutine already runs but whose future close() has not seen
     registered yet: its task is cancelled, and the caller still gets UNAVAILABLE."""
-    registered = threading.Event()
     closed = threading.Event()
     waiting = LoopThread._waiting
 
     def late(self: LoopThread, future: object) -> None:
         closed.wait(5)  # register only after close() went through its futures
         waiting(self, future)  # type: ignore[arg-type]
-        registered.set()
 
     monkeypatch.setattr(LoopThread, "_waiting", late)
-    reached = threading.Event()
-
-    async def forever() -> None:
-        reached.set()
-        await asyncio.Event().wait()
-
-    outcome: list[BaseException] = []
-
-    def waiter() -> None:
-        try:
-            lt.call(forever())
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=waiter)
-    thread.start()
-    assert reached.wait(5)
-    lt.close()
-    closed.set()
-    thread.join(5)
-    assert registered.is_set() and not thread.is_alive()
-    assert isinstance(outcome[0], naiad.NaiadError) and "has stopped" in str(outcome[0])
+    error = _close_while_a_call_waits(lt, closed)
+    assert isinstance(error, naiad.NaiadError) and "has stopped" in str(error)
 
 
 def test_closing_answers_whoever_still_waits(lt):
-    reached = threading.Event()
-
-    async def forever() -> None:
-        reached.set()
-        await asyncio.Event().wait()
-
-    outcome: list[BaseException] = []
-
-    def waiter() -> None:
-        try:
-            lt.call(forever())
-        except BaseException as exc:
-            outcome.append(exc)
-
-    thread = threading.Thread(target=waiter)
-    thread.start()
-    assert reached.wait(5)
-    lt.close()
-    thread.join(5)
-    assert not thread.is_alive()
-    assert isinstance(outcome[0], naiad.NaiadError) and "has stopped" in str(outcome[0])
+    error = _close_while_a_call_waits(lt)
+    assert isinstance(error, naiad.NaiadError) and "has stopped" in str(error)
     with pytest.raises(naiad.NaiadError, match="has stopped"):
         lt.call(_where(lt))
