@@ -1,8 +1,8 @@
 """Fixtures shared by every test folder, and the check that every test has one tier.
 
 Tiers (markers registered in pyproject.toml; README's "Tests" section):
-``unit`` (no server, no sockets), ``protocol`` (a real server, one feature at a
-time) and ``e2e`` (whole-system).  Each test module sets
+``unit`` (no ports, no sockets, no child processes), ``protocol`` (a started
+server, one feature at a time) and ``e2e`` (the whole system).  Each test module sets
 ``pytestmark = pytest.mark.<tier>``.
 """
 
