@@ -135,10 +135,10 @@ def test_close_stops_the_thread(lt):
 
 
 def _close_while_a_call_waits(
-    lt: LoopThread, after_close: threading.Event | None = None
+    lt: LoopThread, reached: threading.Event | None = None
 ) -> BaseException:
     """Close ``lt`` while another thread waits in ``call``; what that thread got."""
-    reached = threading.Event()
+    reached = reached or threading.Event()
 
     async def forever() -> None:
         reached.set()
@@ -156,8 +156,6 @@ def _close_while_a_call_waits(
     thread.start()
     assert reached.wait(5)
     lt.close()
-    if after_close is not None:
-        after_close.set()
     thread.join(5)
     assert not thread.is_alive()
     return outcome[0]
@@ -166,17 +164,23 @@ def _close_while_a_call_waits(
 def test_closing_answers_a_call_it_did_not_know_of_yet(
     lt: LoopThread, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """A call whose coroutine already runs but whose future close() has not seen
-    registered yet: its task is cancelled, and the caller still gets UNAVAILABLE."""
-    closed = threading.Event()
+    """close() answers the futures it knows of, then cancels what runs: a call's
+    future is known before its coroutine runs, so its caller gets UNAVAILABLE,
+    never the cancellation."""
+    reached = threading.Event()
+    known_before_running: list[bool] = []
     waiting = LoopThread._waiting
 
-    def late(self: LoopThread, future: object) -> None:
-        closed.wait(5)  # register only after close() went through its futures
+    def spy(self: LoopThread, future: object) -> None:
+        # Were the coroutine already scheduled, the loop would start it within this
+        # wait; it may not be, so the wait runs out (a slow machine can only make
+        # the test pass where it should fail, never the reverse).
+        known_before_running.append(not reached.wait(0.2))
         waiting(self, future)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(LoopThread, "_waiting", late)
-    error = _close_while_a_call_waits(lt, closed)
+    monkeypatch.setattr(LoopThread, "_waiting", spy)
+    error = _close_while_a_call_waits(lt, reached)
+    assert known_before_running == [True]
     assert isinstance(error, naiad.NaiadError) and "has stopped" in str(error)
 
 

@@ -57,7 +57,7 @@ class LoopThread:
         self.loop = asyncio.SelectorEventLoop(_Selector(self._lock))
         #: Futures of calls still running on the loop (see close).
         self._pending: weakref.WeakSet[concurrent.futures.Future[Any]] = weakref.WeakSet()
-        self._closing = False  # set by close(), before it cancels what still runs
+        self._closing = False  # set by close() before it answers what is pending
         self._thread = threading.Thread(target=self._run, name=name, daemon=True)
         self._thread.start()
 
@@ -80,40 +80,37 @@ class LoopThread:
 
     def call(self, coro: Coroutine[Any, Any, T], timeout: float | None = None) -> T:
         """Run ``coro`` on the loop and wait for its result (never from the loop itself)."""
-        return self._result(self._submit(coro), timeout)
+        return self._submit(coro).result(timeout)
 
     async def acall(self, coro: Coroutine[Any, Any, T]) -> T:
         """Run ``coro`` on the loop and await its result from another loop."""
         return await asyncio.wrap_future(self._submit(coro))
 
     def _submit(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T]:
+        """Schedule ``coro`` on the loop; its future is known to close() before it runs,
+        so a caller never sees the cancellation close() gives the loop's tasks."""
         self._check_caller(coro)
+        future: concurrent.futures.Future[T] = concurrent.futures.Future()
+        self._waiting(future)
+        settle = _settle(coro, future)
         try:
-            future = asyncio.run_coroutine_threadsafe(coro, self.loop)
+            task = asyncio.run_coroutine_threadsafe(settle, self.loop)
         except RuntimeError:  # the loop is closed
+            settle.close()
             coro.close()
             raise Unavailable(_STOPPED) from None
-        self._waiting(future)
+        future.add_done_callback(lambda f: task.cancel() if f.cancelled() else None)
         return future
 
-    def _result(self, future: concurrent.futures.Future[T], timeout: float | None = None) -> T:
-        """The future's result; UNAVAILABLE, not a cancellation, when close() ended it.
-
-        close() answers the futures it knows of, but one submitted a moment
-        before it may not be registered yet when close() cancels the loop's
-        tasks, and a cancelled task cancels its future.
-        """
-        try:
-            return future.result(timeout)
-        except concurrent.futures.CancelledError:
-            if self._closing:
-                raise Unavailable(_STOPPED) from None
-            raise
-
     def _waiting(self, future: concurrent.futures.Future[Any]) -> None:
-        """Answer ``future`` with an error if the loop stops before it does (see close)."""
+        """Answer ``future`` with an error if the loop stops before it does (see close).
+
+        Added before the flag is read, as close() sets the flag before it reads
+        the set: a future registered while close() runs is answered by one or
+        the other, never left to the cancellation close() gives what runs.
+        """
         self._pending.add(future)
-        if not self.running:
+        if self._closing or not self.running:
             _stopped(future)
 
     def _check_caller(self, coro: Coroutine[Any, Any, Any]) -> None:
@@ -133,7 +130,7 @@ class LoopThread:
         future = self._borrow(coro)
         if future is None:
             return self.call(coro)
-        return self._result(future)
+        return future.result()
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
         """:meth:`acall`, run on this thread while the loop idles (see :meth:`run`)."""
@@ -166,6 +163,8 @@ class LoopThread:
                 asyncio._set_running_loop(outer)
             if started is not None:
                 future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
+                # Registered only now, and only if it waits: it has no task for
+                # close() to cancel, and close() answers it after the loop stops.
                 self._waiting(future)
             # Callbacks or an earlier timer added here: wake the loop to run them.
             if len(loop._ready) != ready or (scheduled[0] if scheduled else None) is not first:  # type: ignore[attr-defined]

@@ -7,6 +7,7 @@ that each frontend renders, so no frontend holds the live object.
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -53,14 +54,7 @@ class LogSettings:
         )
 
     def snapshot(self) -> LogSettingValues:
-        return LogSettingValues(
-            self.log_file,
-            self.log_info,
-            self.log_warning,
-            self.log_error,
-            self.log_verbose_level,
-            self.log_format,
-        )
+        return LogSettingValues(**dataclasses.asdict(self))
 
     def update(self, changes: Mapping[str, Any]) -> None:
         """Apply a partial update (None values ignored).
