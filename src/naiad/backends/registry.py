@@ -17,10 +17,20 @@ BUILTIN: dict[str, str] = {
     "onnxruntime": "naiad.backends.onnxruntime:OnnxRuntimeBackend",
     "python": "naiad.backends.python:PythonBackend",
     "pytorch": "naiad.backends.pytorch:PyTorchBackend",
+    "openvino": "naiad.backends.openvino:OpenVinoBackend",
+    "fil": "naiad.backends.fil:FilBackend",
+    "tensorflow": "naiad.backends.tensorflow:TensorFlowBackend",
+    "tensorrt": "naiad.backends.tensorrt:TensorRtBackend",
 }
 
 #: The extra that provides a built-in backend's framework, for the error message.
-EXTRAS: dict[str, str] = {"pytorch": "torch"}
+EXTRAS: dict[str, str] = {
+    "pytorch": "torch",
+    "openvino": "openvino",
+    "fil": "fil",
+    "tensorflow": "tensorflow",
+    "tensorrt": "tensorrt",
+}
 
 ENTRY_POINT_GROUP = "naiad.backends"
 
