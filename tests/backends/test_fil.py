@@ -17,6 +17,7 @@ import joblib
 import lightgbm
 import numpy as np
 import pytest
+import scipy.special
 import treelite
 import treelite.sklearn
 import tritonclient.grpc as grpcclient
@@ -124,6 +125,17 @@ class Models:
         joblib.dump(self.rf, folder / "model.joblib")
         write_config(repo / "rf_joblib", config("sklearn", is_classifier="true"))
 
+        self.softmax = xgboost.train(
+            {"objective": "multi:softmax", "num_class": CLASSES, "max_depth": 3, "nthread": 1},
+            xgboost.DMatrix(xm, ym),
+            num_boost_round=5,
+        )
+        put(repo, "xgb_softmax", "xgboost.json", bytes(self.softmax.save_raw("json")),
+            config("xgboost_json", is_classifier="true"))  # fmt: skip
+        put(repo, "xgb_softmax_proba", "xgboost.json", bytes(self.softmax.save_raw("json")),
+            config("xgboost_json", CLASSES, is_classifier="true",
+                   predict_proba="true"))  # fmt: skip
+
         self.tl_xgb = treelite.frontend.from_xgboost(booster)
         put(repo, "xgb_tl", "checkpoint.tl", self.tl_xgb.serialize_bytes(),
             config("treelite_checkpoint", is_classifier="true",
@@ -144,6 +156,14 @@ class Models:
             is_classifier="true", predict_proba="true"))  # fmt: skip
         gpu = config("xgboost_json", is_classifier="true").replace("KIND_CPU", "KIND_GPU")
         put(repo, "on_gpu", "xgboost.json", js, gpu)
+        no_io = config("xgboost_json", is_classifier="true").split("instance_group")[1]
+        put(
+            repo,
+            "no_io",
+            "xgboost.json",
+            js,
+            'backend: "fil"\nmax_batch_size: 8\ninstance_group' + no_io,
+        )
 
     def expected(self, name: str) -> np.ndarray:
         """What the model's own library says about ``self.x`` (as Triton's FIL shapes it)."""
@@ -170,6 +190,8 @@ class Models:
             return treelite.gtil.predict(self.tl_xgb, x, nthread=1).astype(f32).reshape(-1, 1)
         if name == "rf_pkl":
             return self.rf.predict_proba(x).astype(f32)
+        if name == "xgb_softmax":  # XGBoost's own predict answers the class
+            return self.softmax.inplace_predict(x).astype(f32).reshape(-1, 1)
         if name == "rf_joblib":
             return self.rf.predict(x).astype(f32).reshape(-1, 1)
         raise KeyError(name)
@@ -177,7 +199,7 @@ class Models:
 
 SERVED = [
     "xgb_json", "xgb_ubj", "xgb_model", "xgb_cut", "xgb_proba2", "xgb_proba1", "xgb_reg",
-    "lgb_proba", "lgb_class", "rf_tl", "xgb_tl", "rf_pkl", "rf_joblib",
+    "lgb_proba", "lgb_class", "rf_tl", "xgb_tl", "rf_pkl", "rf_joblib", "xgb_softmax",
 ]  # fmt: skip
 
 
@@ -234,6 +256,16 @@ def test_the_library_paths_agree_with_scikit_learn_and_xgboost(served):
     np.testing.assert_allclose(xgb[:, 0], models.xgb.predict_proba(models.x)[:, 1], rtol=1e-6)
 
 
+def test_a_softmax_model_answers_probabilities_whose_argmax_is_its_class(served):
+    """multi:softmax predicts labels; its probabilities are the softmax of its margins."""
+    server, models, _ = served
+    proba = server.infer("xgb_softmax_proba", {"input__0": models.x})["output__0"]
+    margins = models.softmax.inplace_predict(models.x, predict_type="margin")
+    np.testing.assert_allclose(proba, scipy.special.softmax(margins, axis=1), rtol=1e-6)
+    labels = models.softmax.inplace_predict(models.x)
+    assert proba.argmax(axis=1).tolist() == labels.astype(int).tolist()
+
+
 def test_threshold_cuts_binary_scores(served):
     server, models, _ = served
     p = server.infer("xgb_proba1", {"input__0": models.x})["output__0"][:, 0]
@@ -282,6 +314,7 @@ FAILURES = {
     "classes_in_proba": "output 'output__0' has dims [1] in the config, but the model answers "
     "class probabilities of dims [3]",
     "on_gpu": "GPU",
+    "no_io": "the config has no input 'input__0'",
 }
 
 

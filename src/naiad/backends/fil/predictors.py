@@ -102,7 +102,7 @@ class XGBoostPredictor(Predictor):
 
     def scores(self, x: np.ndarray) -> Any:
         if self.softmax:
-            margins = self.booster.inplace_predict(x, output_margin=True)
+            margins = self.booster.inplace_predict(x, predict_type="margin")
             exp = np.exp(margins - margins.max(axis=1, keepdims=True))
             return exp / exp.sum(axis=1, keepdims=True)
         return self.booster.inplace_predict(x)
