@@ -45,7 +45,7 @@ def config(
     batching: str = "dynamic_batching {}",
     **params: str,
 ) -> str:
-    entries = {"model_type": model_type, **params}
+    entries = {"model_type": model_type, **params} if model_type else params
     parameters = "\n".join(
         f'parameters {{ key: "{k}" value: {{ string_value: "{v}" }} }}' for k, v in entries.items()
     )
@@ -86,6 +86,7 @@ class Models:
         put(repo, "xgb_ubj", "xgboost.ubj", ubj, config("xgboost_ubj", is_classifier="true"))
         # XGBoost 3 writes UBJSON for any other file name; the type reads it by content.
         put(repo, "xgb_model", "xgboost.model", ubj, config("xgboost", output_class="true"))
+        put(repo, "xgb_default", "xgboost.model", ubj, config("", is_classifier="true"))
         put(repo, "xgb_cut", "xgboost.json", js, config("xgboost_json", is_classifier="true",
             threshold="0.3"))  # fmt: skip
         put(repo, "xgb_proba2", "xgboost.json", js, config("xgboost_json", 2,
@@ -169,7 +170,7 @@ class Models:
         """What the model's own library says about ``self.x`` (as Triton's FIL shapes it)."""
         x = self.x
         f32 = np.float32
-        if name in ("xgb_json", "xgb_ubj", "xgb_model"):
+        if name in ("xgb_json", "xgb_ubj", "xgb_model", "xgb_default"):
             return self.xgb.predict(x).astype(f32).reshape(-1, 1)
         if name == "xgb_cut":
             return (self.xgb.predict_proba(x)[:, 1:] > f32(0.3)).astype(f32)
@@ -198,7 +199,7 @@ class Models:
 
 
 SERVED = [
-    "xgb_json", "xgb_ubj", "xgb_model", "xgb_cut", "xgb_proba2", "xgb_proba1", "xgb_reg",
+    "xgb_default", "xgb_json", "xgb_ubj", "xgb_model", "xgb_cut", "xgb_proba2", "xgb_proba1", "xgb_reg",
     "lgb_proba", "lgb_class", "rf_tl", "xgb_tl", "rf_pkl", "rf_joblib", "xgb_softmax",
 ]  # fmt: skip
 
@@ -264,6 +265,12 @@ def test_a_softmax_model_answers_probabilities_whose_argmax_is_its_class(served)
     np.testing.assert_allclose(proba, scipy.special.softmax(margins, axis=1), rtol=1e-6)
     labels = models.softmax.inplace_predict(models.x)
     assert proba.argmax(axis=1).tolist() == labels.astype(int).tolist()
+
+
+def test_model_type_defaults_to_xgboost_and_stays_unset_in_the_config(served):
+    server, _, _ = served
+    assert "model_type" not in server.model_config("xgb_default").get("parameters", {})
+    assert server.model_ready("xgb_default")
 
 
 def test_threshold_cuts_binary_scores(served):

@@ -37,7 +37,8 @@ class FilBackend(Backend):
         return "KIND_CPU"
 
     def model_file(self, config: ModelConfig, model_dir: Path, version: int) -> Path | None:
-        model_type = config.parameters["model_type"].string_value or "xgboost"
+        given = config.parameters.get("model_type")  # indexing would add the key
+        model_type = given.string_value if given is not None else "xgboost"
         if model_type not in DEFAULT_FILENAMES:
             return None  # validate() reports it
         return model_path(config, model_dir, version, model_type)

@@ -66,7 +66,8 @@ def read_params(config: ModelConfig) -> FilParams:
         )
     if classifier is not None and old is not None and classifier != old:
         raise InvalidArgument(
-            f"{where}: parameters 'is_classifier' ({classifier}) and 'output_class' ({old}) "
+            f"{where}: parameters 'is_classifier' ({str(classifier).lower()}) and "
+            f"'output_class' ({str(old).lower()}) "
             "disagree; 'output_class' is the old name of 'is_classifier', give one of them"
         )
     for name in _INT_KNOBS:
@@ -116,7 +117,8 @@ def _fair_share(config: ModelConfig) -> int:
     """
     cpu = ModelInstanceGroup.Kind.KIND_CPU
     instances = sum(g.count for g in config.instance_group if g.kind == cpu) or 1
-    return max(1, (os.cpu_count() or 1) // instances)
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return max(1, (cores or 1) // instances)
 
 
 def _bool(params: dict[str, str], name: str, where: str) -> bool | None:
