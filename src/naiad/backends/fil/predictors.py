@@ -40,12 +40,12 @@ class Predictor(abc.ABC):
     def predict(self, x: np.ndarray) -> np.ndarray:
         """(rows, width) float32 scores; a library failure is an INTERNAL error."""
         try:
-            out = self.scores(x)
+            out = np.asarray(self.scores(x), dtype=np.float32)
+            return out.reshape(x.shape[0], self.width)
         except NaiadError:
             raise
         except Exception as exc:
             raise Internal(f"{self.library} failed to predict: {exc}") from None
-        return np.asarray(out, dtype=np.float32).reshape(x.shape[0], self.width)
 
 
 def load(path: Path, model_type: str, nthread: int, sklearn_jobs: int | None) -> Predictor:
