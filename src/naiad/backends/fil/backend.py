@@ -1,0 +1,128 @@
+"""Triton's FIL backend (``backend: "fil"``): tree ensembles on the CPU.
+
+A FIL model has one input ``input__0`` (FP32, one row of features per batch
+item) and one output ``output__0`` (FP32), and always batches.  Triton's FIL
+completes nothing of the config from the model file, and neither does
+naiad: the config names both tensors and the model's feature count, which is
+checked against the file at load.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+
+from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.batching import BatchPlan
+from naiad.backends.fil import predictors
+from naiad.backends.fil.outputs import answer_for
+from naiad.backends.fil.params import DEFAULT_FILENAMES, model_path, read_params
+from naiad.config import ModelConfig
+from naiad.config.model_config_pb2 import DataType, ModelInput, ModelOutput
+from naiad.core import datatypes
+from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
+
+INPUT = "input__0"
+OUTPUT = "output__0"
+
+
+class FilBackend(Backend):
+    name = "fil"
+
+    def preferred_instance_kind(self) -> str:
+        return "KIND_CPU"
+
+    def model_file(self, config: ModelConfig, model_dir: Path, version: int) -> Path | None:
+        given = config.parameters.get("model_type")  # indexing would add the key
+        model_type = given.string_value if given is not None else "xgboost"
+        if model_type not in DEFAULT_FILENAMES:
+            return None  # validate() reports it
+        return model_path(config, model_dir, version, model_type)
+
+    def validate(self, config: ModelConfig, model_dir: Path) -> None:
+        """Triton's FIL I/O convention, and parameters it can read."""
+        read_params(config)
+        where = f"model '{config.name}'"
+        if config.max_batch_size <= 0:
+            raise InvalidArgument(
+                f"{where}: the fil backend needs max_batch_size > 0 (it always batches rows)"
+            )
+        _check_tensors(where, "input", INPUT, list(config.input))
+        _check_tensors(where, "output", OUTPUT, list(config.output))
+
+    def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
+        return FilInstance(ctx, spec)
+
+
+def _check_tensors(
+    where: str, role: str, name: str, tensors: Sequence[ModelInput | ModelOutput]
+) -> None:
+    extra = [t.name for t in tensors if t.name != name]
+    if extra:
+        raise Unsupported(
+            f"{where}: unexpected {role} '{extra[0]}': a fil model has one {role}, '{name}'"
+            + (" (treeshap_output is not supported by naiad)" if "treeshap" in extra[0] else "")
+        )
+    if not tensors:
+        raise InvalidArgument(
+            f"{where}: the config has no {role} '{name}' (the fil backend completes no "
+            f"inputs or outputs from the model file): give it as "
+            f'{{name: "{name}" data_type: TYPE_FP32 dims: [...]}}'
+        )
+    tensor = tensors[0]
+    if tensor.data_type != DataType.TYPE_FP32:
+        raise InvalidArgument(
+            f"{where}: {role} '{name}' has data type {DataType.Name(tensor.data_type)}; "
+            "the fil backend reads and writes TYPE_FP32 only"
+        )
+    if len(tensor.dims) != 1 or tensor.dims[0] < 1:
+        raise InvalidArgument(
+            f"{where}: {role} '{name}' has dims {list(tensor.dims)}; a fil model's {role} "
+            "has one dimension of fixed size (features in, scores or classes out)"
+        )
+
+
+class FilInstance(ModelInstance):
+    """One loaded copy of the model; the libraries release the GIL while they predict."""
+
+    inline_ok = True
+
+    def __init__(self, ctx: LoadContext, spec: InstanceSpec) -> None:
+        config = ctx.config
+        where = f"model '{config.name}'"
+        if spec.kind == "GPU":
+            raise Unavailable(
+                f"{where}: instance '{spec.name}' is KIND_GPU, but naiad's fil backend runs "
+                "tree models on the CPU only; use KIND_CPU (or KIND_AUTO)"
+            )
+        params = read_params(config)
+        path = model_path(config, ctx.model_dir, ctx.version, params.model_type)
+        self.predictor = predictors.load(
+            path, params.model_type, params.nthread, params.cpu_nthread
+        )
+        features = config.input[0].dims[0]
+        if self.predictor.num_features != features:
+            raise InvalidArgument(
+                f"{where}: input '{INPUT}' has dims [{features}] in the config, but the model "
+                f"file '{path}' has {self.predictor.num_features} features"
+            )
+        self.answer = answer_for(params, self.predictor.width, list(config.output[0].dims), where)
+        self.plan = BatchPlan(config)
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        t0 = time.monotonic_ns()
+        rows = np.ascontiguousarray(self.plan.gather(requests)[INPUT], dtype=np.float32)
+        t1 = time.monotonic_ns()
+        result = self.answer(self.predictor.predict(rows))
+        t2 = time.monotonic_ns()
+        responses = []
+        for produced in self.plan.split({OUTPUT: result}, requests):
+            array = produced[OUTPUT]
+            tensor = OutputTensor(OUTPUT, datatypes.FP32, array.shape, array)
+            responses.append(InferenceResponse(outputs=[tensor]))
+        self.compute_ns = (t1 - t0, t2 - t1, time.monotonic_ns() - t2)
+        return responses
