@@ -17,10 +17,10 @@ from naiad.backends.base import InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
 from naiad.backends.tensorflow.runtime import apply_threads, tf
 from naiad.backends.tensorflow.signature import TF_TYPES, Selection
-from naiad.config.model_signature import ModelSignature
+from naiad.config.model_signature import ModelSignature, TensorSignature
 from naiad.config.validate_signature import check_signature
 from naiad.core import datatypes
-from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
+from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 _BY_ENUM = {dt.config_enum: tf_type for tf_type, dt in TF_TYPES.items()}
@@ -62,7 +62,7 @@ class TensorFlowInstance(ModelInstance):
         self._fn = self._loaded.signatures[chosen.signature_key]
         self.plan = BatchPlan(config)
         #: The model's input name -> the TensorFlow dtype its tensor is made with.
-        self._input_types = {t.name: _BY_ENUM[t.data_type] for t in signature.inputs}
+        self._input_types = {t.name: _input_type(self.name, t) for t in signature.inputs}
         produced = {t.name: t for t in signature.outputs}
         names = [o.name for o in config.output] or list(produced)
         # The sequence batcher takes the implicit-state outputs back; they are not
@@ -103,6 +103,16 @@ class TensorFlowInstance(ModelInstance):
     def close(self) -> None:
         self._fn = None
         self._loaded = None
+
+
+def _input_type(model: str, tensor: TensorSignature) -> Any:
+    found = _BY_ENUM.get(tensor.data_type)
+    if found is None:
+        raise Unsupported(
+            f"unable to load model '{model}': input '{tensor.name}' has TensorFlow type "
+            f"'{tensor.type_name}', which has no Triton datatype"
+        )
+    return found
 
 
 def _first_line(exc: Any) -> str:

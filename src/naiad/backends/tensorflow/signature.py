@@ -17,7 +17,7 @@ from typing import Any
 from google.protobuf import text_format
 
 from naiad.backends.tensorflow.runtime import tf
-from naiad.config.model_config_pb2 import DataType
+from naiad.config.model_config_pb2 import DataType, ModelConfig
 from naiad.config.model_signature import ModelSignature, TensorSignature
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument
@@ -56,7 +56,7 @@ class Selection:
     signature_key: str
 
 
-def selection(config: Any) -> tuple[str, str | None]:
+def selection(config: ModelConfig) -> tuple[str, str | None]:
     """The tag and signature key a config's parameters ask for (None: not given)."""
     params = config.parameters
     tag = params["TF_GRAPH_TAG"].string_value if "TF_GRAPH_TAG" in params else ""
