@@ -139,15 +139,19 @@ class OpenVinoInstance(ModelInstance):
             rows = sum(r.batch_size for r in requests)
             if rows != model.fixed_batch:
                 feed = self._padded(feed, rows)
-        inputs: dict[int, Any] = {}
-        for name, array in feed.items():
-            if name in model.bf16_inputs:
-                array = np.ascontiguousarray(array)
-                array = ov.Tensor(array.view(np.uint16), array.shape, ov.Type.bf16)
-            inputs[model.inputs[name]] = array
+        request = self.request
+        try:
+            for name, array in feed.items():
+                request.set_input_tensor(model.inputs[name], self._tensor(name, array))
+        except Exception as exc:
+            raise Internal(
+                f"openvino error in model '{model.name}' while setting its inputs: "
+                f"{ov_message(exc)}"
+            ) from None
         t1 = time.monotonic_ns()
         try:
-            results = self.request.infer(inputs, share_inputs=True).to_tuple()
+            # Outputs come back copied: the request's own buffers are reused by the next batch.
+            results = request.infer().to_tuple()
         except Exception as exc:
             raise Internal(f"openvino error in model '{model.name}': {ov_message(exc)}") from None
         t2 = time.monotonic_ns()
@@ -167,6 +171,20 @@ class OpenVinoInstance(ModelInstance):
         t3 = time.monotonic_ns()
         self.compute_ns = (t1 - t0, t2 - t1, t3 - t2)
         return responses
+
+    def _tensor(self, name: str, array: np.ndarray) -> Any:
+        """A tensor over the array's own memory where OpenVINO allows it.
+
+        OpenVINO shares only writable C-ordered memory; tensors received over
+        the network are read-only views of the request's bytes, so those are
+        copied once here (as ``infer(share_inputs=True)`` would, a few
+        microseconds slower per call).
+        """
+        if not (array.flags.c_contiguous and array.flags.writeable):
+            array = np.array(array)
+        if name in self.model.bf16_inputs:  # numpy has no bfloat16 OpenVINO knows
+            return ov.Tensor(array.view(np.uint16), array.shape, ov.Type.bf16)
+        return ov.Tensor(array, shared_memory=True)
 
     def _padded(self, feed: dict[str, np.ndarray], rows: int) -> dict[str, np.ndarray]:
         """Zero rows up to the model's fixed batch size (ENABLE_BATCH_PADDING), as Triton pads."""
