@@ -38,7 +38,6 @@ from types import ModuleType
 from typing import Any
 
 import numpy as np
-
 from common import free_port, perf, perf_analyzer_missing, start_naiad, stop, wait_ready
 
 CASES = Path(__file__).resolve().parent / "backends"
