@@ -16,15 +16,16 @@ busy (Triton answers it only when the running batch ends).
 
 from __future__ import annotations
 
-import asyncio
 import collections
 import time
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.scheduling import timers
 from naiad.scheduling.base import Scheduler
 from naiad.scheduling.queues import Entry, PriorityQueues
+from naiad.scheduling.timers import Timer
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -50,9 +51,9 @@ class DynamicBatcher(Scheduler):
         self.queues = PriorityQueues.from_config(config)
         self._plan: list[Entry] | None = None
         self._planned = False
-        self._delay_timer: asyncio.TimerHandle | None = None
+        self._delay_timer: Timer | None = None
         self._delay_at = 0
-        self._deadline_timer: asyncio.TimerHandle | None = None
+        self._deadline_timer: Timer | None = None
         self._deadline_at = 0
         self._order: collections.deque[list[Any]] = collections.deque()
         self._pump_soon = False
@@ -175,7 +176,7 @@ class DynamicBatcher(Scheduler):
                 return
             self._delay_timer.cancel()
         self._delay_at = at_ns
-        self._delay_timer = self._loop.call_later((at_ns - now) / 1e9, self._on_delay)
+        self._delay_timer = timers.call_later(self._loop, (at_ns - now) / 1e9, self._on_delay)
 
     def _on_delay(self) -> None:
         self._delay_timer = None
@@ -190,7 +191,7 @@ class DynamicBatcher(Scheduler):
             self._deadline_timer.cancel()
         self._deadline_at = at_ns
         delay = max(at_ns - time.monotonic_ns(), 0) / 1e9
-        self._deadline_timer = self._loop.call_later(delay, self._on_deadline)
+        self._deadline_timer = timers.call_later(self._loop, delay, self._on_deadline)
 
     def _on_deadline(self) -> None:
         self._deadline_timer = None

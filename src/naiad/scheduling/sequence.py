@@ -40,6 +40,7 @@ from naiad.core.types import (
     InferInput,
     RequestedOutput,
 )
+from naiad.scheduling import timers
 from naiad.scheduling.base import Scheduler
 from naiad.scheduling.sequence_batches import DirectPolicy, OldestPolicy, Rows
 from naiad.scheduling.sequence_controls import (
@@ -55,6 +56,7 @@ from naiad.scheduling.sequence_state import (
     states_from_config,
     take_state,
 )
+from naiad.scheduling.timers import Timer
 
 if TYPE_CHECKING:
     from naiad.backends.base import ModelInstance
@@ -110,7 +112,7 @@ class SequenceBatcher(Scheduler):
         self._index = {id(instance): k for k, instance in enumerate(self.instances)}
         self._by_id: dict[CorrelationId, Sequence] = {}
         self._clock = clock
-        self._wake: asyncio.TimerHandle | None = None
+        self._wake: Timer | None = None
         self._wake_at = 0
         self._reaper: asyncio.TimerHandle | None = None
         self._pump_soon = False
@@ -320,7 +322,7 @@ class SequenceBatcher(Scheduler):
         if self._wake is not None:
             self._wake.cancel()
         self._wake_at = deadline
-        self._wake = self._loop.call_later(max(deadline - now, 0) / 1e9, self._on_wake)
+        self._wake = timers.call_later(self._loop, max(deadline - now, 0) / 1e9, self._on_wake)
 
     def _on_wake(self) -> None:
         self._wake = None
