@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -136,7 +137,7 @@ def _load(name: str, path: Path, location: Any, options: TorchOptions) -> Any:
         raise Unavailable(f"unable to find '{path}' for model '{name}'")
     try:
         # As in Triton: tensors made while loading are inference tensors too.
-        with torch.inference_mode(options.inference_mode):
+        with _quiet_load, torch.inference_mode(options.inference_mode):
             return torch.jit.load(str(path), map_location=location)
     except NaiadError:
         raise
@@ -152,6 +153,31 @@ def _load(name: str, path: Path, location: Any, options: TorchOptions) -> Any:
             f"failed to load model '{name}' from '{path}': {reason}{hint}"
         ) from None
 
+
+class _QuietLoad:
+    """Silences torch's "torch.jit.load is deprecated" warning (torch 2.11+) during a load.
+
+    Serving TorchScript is this backend's purpose, and the warning would make
+    every load fail where warnings are errors.  ``warnings.catch_warnings``
+    swaps process-wide state, so loads take turns through it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caught: Any = None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._caught = warnings.catch_warnings()
+        self._caught.__enter__()
+        warnings.filterwarnings("ignore", r"`torch\.jit\.load`", DeprecationWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._caught.__exit__(*exc)
+        self._lock.release()
+
+
+_quiet_load = _QuietLoad()
 
 _threads_lock = threading.Lock()
 #: The process-wide thread counts set so far (parameter -> count), first model first.

@@ -90,19 +90,15 @@ def bind_inputs(model: str, forward: Forward, inputs: Sequence[tuple[str, bool]]
             f"takes {len(args)} ({forward.argument_names})"
         )
     arg_names = [arg for arg, _ in args]
-    if all(name in arg_names for name in names):
+    unknown = [name for name in names if name not in arg_names]
+    if not unknown:
         positions = {name: arg_names.index(name) for name in names}
     else:
         positions = {}
         for name in names:
             index = _index(name)
             if index is None:
-                raise InvalidArgument(
-                    f"model '{model}': input '{name}' is neither an argument of forward() "
-                    f"({forward.argument_names}) nor named <name>__<index> (INPUT__0, "
-                    "INPUT__1...): name every input after forward()'s arguments, or every "
-                    "input by position"
-                )
+                raise InvalidArgument(_naming_error(model, forward, name, unknown))
             if index >= len(args):
                 raise InvalidArgument(
                     f"model '{model}': input '{name}' is argument {index} but forward() takes "
@@ -123,6 +119,20 @@ def bind_inputs(model: str, forward: Forward, inputs: Sequence[tuple[str, bool]]
                 f"is a {kind} (BYTES inputs go to List[str] arguments, others to Tensor ones)"
             )
     return InputBinding(False, positions, strings)
+
+
+def _naming_error(model: str, forward: Forward, name: str, unknown: list[str]) -> str:
+    bad = next((n for n in unknown if _index(n) is None), None)
+    if bad is None:  # every unknown name is indexed, ``name`` is an argument's
+        return (
+            f"model '{model}': the inputs mix forward()'s argument names ('{name}') and "
+            f"<name>__<index> names ('{unknown[0]}'); name every input one way"
+        )
+    return (
+        f"model '{model}': input '{bad}' is neither an argument of forward() "
+        f"({forward.argument_names}) nor named <name>__<index> (INPUT__0, INPUT__1...): "
+        "name every input after forward()'s arguments, or every input by position"
+    )
 
 
 def bind_outputs(
