@@ -241,6 +241,9 @@ def test_bytes_inputs_and_outputs_are_lists_of_strings(repo, serve):
         tensor.set_data_from_numpy(data)
         assert client.infer("upper", [tensor]).as_numpy("OUTPUT__0").tolist() == expected
         client.close()
+    bad = np.array([b"ok", b"\xff\xfe"], dtype=np.object_)
+    with pytest.raises(InvalidArgument, match="input 'INPUT__0' holds bytes that are not UTF-8"):
+        server.infer("upper", {"INPUT__0": bad})
     assert "1 dimensional" not in failures(server)["two_d"]  # naiad's own wording
     assert "a List[str] has one" in failures(server)["two_d"]
 
