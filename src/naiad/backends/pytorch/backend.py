@@ -1,0 +1,218 @@
+"""Triton's ``pytorch`` backend (platform ``pytorch_libtorch``): TorchScript ``model.pt``.
+
+A TorchScript file declares neither tensor names nor shapes, so nothing
+can be auto-completed: the config lists every input and output, and
+:mod:`.binding` ties their names to ``forward()``.  Everything torch keeps
+per process (thread pools, JIT modes) is set the way Triton sets it.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import warnings
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import torch
+
+from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.pytorch.instance import PyTorchInstance
+from naiad.backends.pytorch.parameters import TorchOptions, parse_options
+from naiad.config.model_config_pb2 import DataType
+from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+
+log = logging.getLogger("naiad")
+
+_NO_SHAPES = (
+    "model '{name}': a TorchScript model declares no input/output shapes; add 'input' and "
+    "'output' entries to config.pbtxt (inputs named INPUT__0, INPUT__1... by position or "
+    "after forward()'s arguments, outputs OUTPUT__0, OUTPUT__1... by position in its result)"
+)
+
+
+def validate_config(config: ModelConfig) -> None:
+    """What this backend refuses before it opens any file (``naiad check`` too)."""
+    if config.platform == "torch_aoti" or config.default_model_filename.endswith(".pt2"):
+        raise Unsupported(
+            f"model '{config.name}': AOT Inductor archives (platform 'torch_aoti', model.pt2) "
+            "are not supported by naiad's pytorch backend; serve a TorchScript model.pt "
+            "(torch.jit.script or torch.jit.trace, then .save())"
+        )
+    if config.runtime == "model.py":
+        raise Unsupported(
+            f"model '{config.name}': the pytorch backend's Python runtime (runtime: "
+            '"model.py") is not supported; serve a TorchScript model.pt'
+        )
+    if not config.input or not config.output:
+        raise InvalidArgument(_NO_SHAPES.format(name=config.name))
+    batching = 1 if config.max_batch_size > 0 else 0
+    for kind, tensors in (("input", config.input), ("output", config.output)):
+        for tensor in tensors:
+            if tensor.data_type != DataType.TYPE_STRING:
+                continue
+            dims = tensor.reshape.shape if tensor.HasField("reshape") else tensor.dims
+            if len(dims) + batching > 1:
+                raise InvalidArgument(
+                    f"model '{config.name}': {kind} '{tensor.name}' is a TYPE_STRING with "
+                    f"{len(dims) + batching} dimensions (batch included); a List[str] "
+                    "has one (with batching, give dims [1] and reshape { shape: [] })"
+                )
+    parse_options(config)
+
+
+class PyTorchBackend(Backend):
+    name = "pytorch"
+
+    def __init__(self) -> None:
+        #: Loaded modules of ENABLE_WEIGHT_SHARING models: (file, device) -> module.
+        self._shared: dict[tuple[str, str], Any] = {}
+        self._lock = threading.Lock()
+
+    def preferred_instance_kind(self) -> str:
+        return "KIND_GPU" if torch.cuda.is_available() else "KIND_CPU"
+
+    def validate(self, config: ModelConfig, model_dir: Path) -> None:
+        validate_config(config)
+
+    def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
+        config = ctx.config
+        validate_config(config)
+        options = parse_options(config)
+        _apply_thread_counts(ctx.name, options)
+        location = _location(ctx, spec)
+        module = self._module(ctx, location, options)
+        device = location
+        if spec.kind == "MODEL":  # the model's own placement; inputs go where it starts
+            first = next(iter(module.parameters()), None)
+            device = first.device if first is not None and first.device.type != "cpu" else None
+        elif device is not None and device.type == "cpu":
+            device = None
+        return PyTorchInstance(ctx, module, options, device)
+
+    def _module(self, ctx: LoadContext, location: Any, options: TorchOptions) -> Any:
+        path = ctx.model_file
+        if not options.weight_sharing:
+            return _load(ctx.name, path, location, options)
+        key = (str(path), str(location))
+        with self._lock:
+            module = self._shared.get(key)
+            if module is None:
+                module = self._shared[key] = _load(ctx.name, path, location, options)
+            return module
+
+    def unload(self, ctx: LoadContext) -> None:
+        path = str(ctx.model_file)
+        with self._lock:
+            for key in [k for k in self._shared if k[0] == path]:
+                del self._shared[key]
+
+
+def _location(ctx: LoadContext, spec: InstanceSpec) -> Any:
+    """Where the module's tensors are loaded: None leaves them where they were saved."""
+    if spec.kind == "MODEL":
+        return None
+    if spec.kind != "GPU":
+        return torch.device("cpu")
+    if not torch.cuda.is_available():
+        raise Unavailable(
+            f"instance group '{spec.group}' of model '{ctx.name}' is KIND_GPU but torch sees "
+            f"no CUDA device (torch {torch.__version__}"
+            f"{', a CPU-only build' if torch.version.cuda is None else ''}); use KIND_CPU"
+        )
+    count = torch.cuda.device_count()
+    if spec.device_id >= count:
+        raise Unavailable(
+            f"instance '{spec.name}' of model '{ctx.name}' wants GPU {spec.device_id} but torch "
+            f"sees {count} CUDA device{'s' if count != 1 else ''}"
+        )
+    return torch.device("cuda", spec.device_id)
+
+
+def _load(name: str, path: Path, location: Any, options: TorchOptions) -> Any:
+    if not path.is_file():
+        raise Unavailable(f"unable to find '{path}' for model '{name}'")
+    try:
+        # As in Triton: tensors made while loading are inference tensors too.
+        with _quiet_load, torch.inference_mode(options.inference_mode):
+            return torch.jit.load(str(path), map_location=location)
+    except NaiadError:
+        raise
+    except Exception as exc:
+        reason = str(exc).split("\n", 1)[0]
+        hint = ""
+        if "constants.pkl" in reason or "data.pkl" in reason:
+            hint = (
+                " (this looks like a torch.save() of a Python module, not TorchScript: save "
+                "torch.jit.script(model) or torch.jit.trace(model, example) with .save())"
+            )
+        raise InvalidArgument(
+            f"failed to load model '{name}' from '{path}': {reason}{hint}"
+        ) from None
+
+
+class _QuietLoad:
+    """Silences torch's "torch.jit.load is deprecated" warning (torch 2.11+) during a load.
+
+    Serving TorchScript is this backend's purpose, and the warning would make
+    every load fail where warnings are errors.  ``warnings.catch_warnings``
+    swaps process-wide state, so loads take turns through it.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._caught: Any = None
+
+    def __enter__(self) -> None:
+        self._lock.acquire()
+        self._caught = warnings.catch_warnings()
+        self._caught.__enter__()
+        warnings.filterwarnings("ignore", r"`torch\.jit\.load`", DeprecationWarning)
+
+    def __exit__(self, *exc: object) -> None:
+        self._caught.__exit__(*exc)
+        self._lock.release()
+
+
+_quiet_load = _QuietLoad()
+
+_threads_lock = threading.Lock()
+#: The process-wide thread counts set so far (parameter -> count), first model first.
+_threads: dict[str, int] = {}
+
+
+def _apply_thread_counts(model: str, options: TorchOptions) -> None:
+    """Set torch's thread pools once per process, as Triton does (the first model wins).
+
+    torch sizes its inter-op pool only before its first parallel work and
+    raises afterwards; then the model still loads and the count is logged
+    as not applied.
+    """
+    settings = (
+        ("INTRA_OP_THREAD_COUNT", options.intra_op_threads, torch.set_num_threads),
+        ("INTER_OP_THREAD_COUNT", options.inter_op_threads, torch.set_num_interop_threads),
+    )
+    with _threads_lock:
+        for key, count, setter in settings:
+            if count <= 0:
+                continue
+            first = _threads.get(key)
+            if first is None:
+                try:
+                    setter(count)
+                except RuntimeError as exc:
+                    log.warning("model '%s': %s %d not applied: %s", model, key, count, exc)
+                    continue
+                _threads[key] = count
+            elif first != count:
+                log.warning(
+                    "model '%s': %s %d ignored: torch's pools are process-wide and an earlier "
+                    "model set %d",
+                    model,
+                    key,
+                    count,
+                    first,
+                )
