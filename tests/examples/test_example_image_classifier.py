@@ -4,7 +4,6 @@ answer equals the TorchScript model run here on the same pictures."""
 
 from __future__ import annotations
 
-import importlib.util
 import queue
 import warnings
 from collections.abc import Callable, Iterator
@@ -17,12 +16,6 @@ from examples_helpers import EXAMPLES, Served, load_module, naiad_serve, run_scr
 pytestmark = pytest.mark.e2e
 
 EXAMPLE = EXAMPLES / "image_classifier"
-#: Serving TorchScript needs naiad's PyTorch backend (issue #24); without it only the
-#: build and the model file itself are tested.
-needs_pytorch_backend = pytest.mark.skipif(
-    importlib.util.find_spec("naiad.backends.pytorch") is None,
-    reason="naiad.backends.pytorch is not in this tree",
-)
 
 Direct = Callable[[np.ndarray], np.ndarray]
 
@@ -87,7 +80,6 @@ def test_the_model_tells_the_sample_ants_from_the_bees(pictures, preprocess, dir
     ]
 
 
-@needs_pytorch_backend
 def test_client_prints_the_label_the_model_gives(server, pictures, preprocess, direct) -> None:
     output = run_script(EXAMPLE / "client.py", "--url", server.http, *map(str, pictures))
     expected = _expected_lines(pictures, direct(np.stack([preprocess(p) for p in pictures])))
@@ -95,14 +87,12 @@ def test_client_prints_the_label_the_model_gives(server, pictures, preprocess, d
     assert [row[1] for row in expected] == [p.name.split("_")[0] for p in pictures]
 
 
-@needs_pytorch_backend
 def test_runner_app_gives_the_same_answers_in_process(built, pictures, preprocess, direct) -> None:
     output = run_script(EXAMPLE / "runner_app.py", str(built / "repository"), *map(str, pictures))
     expected = _expected_lines(pictures, direct(np.stack([preprocess(p) for p in pictures])))
     assert [line.split("\t") for line in output.splitlines()] == expected
 
 
-@needs_pytorch_backend
 def test_concurrent_grpc_requests_each_get_their_own_answer(
     server, pictures, preprocess, direct
 ) -> None:
@@ -128,7 +118,6 @@ def test_concurrent_grpc_requests_each_get_their_own_answer(
         client.close()
 
 
-@needs_pytorch_backend
 def test_a_picture_of_the_wrong_size_is_a_clear_error(server) -> None:
     import tritonclient.http as httpclient
     from tritonclient.utils import InferenceServerException
