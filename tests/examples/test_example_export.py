@@ -70,10 +70,10 @@ def test_the_exported_files_answer_like_the_eager_model(exported: Path, eager: E
 def test_every_served_model_answers_like_the_eager_model(
     server: Served, eager: Eager, protocol: str
 ) -> None:
-    if protocol == "grpc":
-        import tritonclient.grpc as client_module
-    else:
-        import tritonclient.http as client_module  # type: ignore[no-redef]
+    import tritonclient.grpc as grpcclient
+    import tritonclient.http as httpclient
+
+    client_module = grpcclient if protocol == "grpc" else httpclient
 
     batch = _batch(3, seed=2)
     client = client_module.InferenceServerClient(getattr(server, protocol))
