@@ -1,6 +1,7 @@
 """What naiad adds on top of each framework: the library called directly vs naiad serving it.
 
-Every case in ``benchmarks/backends/`` (one per backend) builds a small
+Every case in ``benchmarks/backends/`` (``<backend>_case.py``, named so that none
+shadows its framework's package) builds a small
 model into a repository and knows how to run it the library's own way.  For
 each, this measures one batch-1 request at a time:
 
@@ -44,7 +45,7 @@ CASES = Path(__file__).resolve().parent / "backends"
 
 
 def load_case(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"naiad_bench_case_{name}", CASES / f"{name}.py")
+    spec = importlib.util.spec_from_file_location(f"naiad_bench_case_{name}", CASES / f"{name}_case.py")
     assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -94,7 +95,7 @@ def measure(name: str, requests: int, concurrency: list[int], with_perf: bool) -
         try:
             got = server.infer(case.MODEL, feed)
             for key, value in expected.items():  # the same answer, or the timing means nothing
-                np.testing.assert_allclose(got[key], value, rtol=1e-4, atol=1e-5)
+                np.testing.assert_allclose(np.ravel(got[key]), np.ravel(value), rtol=1e-4, atol=1e-5)
             row["embedded"] = timed(lambda: server.infer(case.MODEL, feed), requests)
         finally:
             server.stop()
@@ -115,7 +116,7 @@ def measure(name: str, requests: int, concurrency: list[int], with_perf: bool) -
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    names = sorted(p.stem for p in CASES.glob("*.py") if not p.stem.startswith("_"))
+    names = sorted(p.stem.removesuffix("_case") for p in CASES.glob("*_case.py"))
     parser.add_argument("--cases", default=",".join(names), help="comma-separated case names")
     parser.add_argument("--requests", type=int, default=2000)
     parser.add_argument("--perf", action="store_true", help="also perf_analyzer over HTTP")

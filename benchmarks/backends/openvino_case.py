@@ -23,7 +23,7 @@ backend: "openvino"
 max_batch_size: 8
 input [{{name: "INPUT0" data_type: TYPE_FP32 dims: [{FEATURES}]}}]
 output [{{name: "OUTPUT0" data_type: TYPE_FP32 dims: [{CLASSES}]}}]
-dynamic_batching {{ max_queue_delay_microseconds: 100 }}
+dynamic_batching {{ }}
 instance_group [{{kind: KIND_CPU count: 1}}]
 parameters {{key: "PERFORMANCE_HINT" value: {{string_value: "LATENCY"}}}}
 """
