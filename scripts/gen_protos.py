@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import argparse
 import re
+import subprocess
 import sys
 from pathlib import Path
 
@@ -71,21 +72,25 @@ def _rewrite(text: str, packages: dict[str, str]) -> str:
     return re.sub(r"^import (\w+_pb2) as", package_import, text, flags=re.MULTILINE)
 
 
+def run_protoc(args: list[str]) -> int:
+    """grpc_tools' protoc in a child interpreter: in-process, its bundled protobuf
+    runtime clashes with the one torch or tensorflow loads (a segfault)."""
+    return subprocess.run([sys.executable, "-m", "grpc_tools.protoc", *args]).returncode
+
+
 def generate(out_root: Path | None = None) -> list[Path]:
     """Generate every proto in :data:`PROTOS`; returns the written files.
 
     With ``out_root`` the files go to ``out_root/<proto dir>`` instead of the
     source tree (used by the freshness test).
     """
-    from grpc_tools import protoc  # imported lazily: a dev-only dependency
-
     includes = sorted({str(ROOT / d) for d, _ in PROTOS})
     packages = {Path(f).stem + "_pb2": _module_package(d) for d, f in PROTOS}
     written: list[Path] = []
     for proto_dir, proto_file in PROTOS:
         out_dir = (out_root or ROOT) / proto_dir
         out_dir.mkdir(parents=True, exist_ok=True)
-        args = ["grpc_tools.protoc", *(f"-I{i}" for i in includes)]
+        args = [*(f"-I{i}" for i in includes)]
         args += [f"--python_out={out_dir}", f"--pyi_out={out_dir}"]
         stem = Path(proto_file).stem + "_pb2"
         outputs = [out_dir / f"{stem}.py", out_dir / f"{stem}.pyi"]
@@ -94,7 +99,7 @@ def generate(out_root: Path | None = None) -> list[Path]:
             args.append(f"--grpc_python_out={out_dir}")
             outputs.append(out_dir / f"{stem}_grpc.py")
         args.append(str(ROOT / proto_dir / proto_file))
-        if protoc.main(args) != 0:
+        if run_protoc(args) != 0:
             raise SystemExit(f"protoc failed for {proto_dir}/{proto_file}")
         for path in outputs:
             path.write_text(_rewrite(path.read_text(encoding="utf-8"), packages), encoding="utf-8")

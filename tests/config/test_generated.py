@@ -28,13 +28,10 @@ def _load_gen_protos():
 
 def test_committed_descriptor_matches_proto(tmp_path: Path) -> None:
     pytest.importorskip("grpc_tools")
-    from grpc_tools import protoc
-
     out = tmp_path / "model_config.desc"
-    rc = protoc.main(
-        ["protoc", f"-I{CONFIG_DIR}", f"--descriptor_set_out={out}", "model_config.proto"]
-    )
-    assert rc == 0
+    gen_protos = _load_gen_protos()
+    proto = str(CONFIG_DIR / "model_config.proto")
+    assert gen_protos.run_protoc([f"-I{CONFIG_DIR}", f"--descriptor_set_out={out}", proto]) == 0
     fresh = descriptor_pb2.FileDescriptorSet.FromString(out.read_bytes()).file[0]
     ours = descriptor_pb2.FileDescriptorProto.FromString(committed.DESCRIPTOR.serialized_pb)
     _drop_json_names(fresh)  # protoc's python plugin embeds descriptors without json_name
