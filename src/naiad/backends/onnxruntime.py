@@ -22,6 +22,7 @@ import numpy as np
 os.environ.setdefault("ORT_DISABLE_TELEMETRY", "1")
 import onnxruntime as ort  # noqa: E402
 
+from naiad.backends.autocomplete import default_dynamic_batching, default_max_batch_size
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
 from naiad.backends.onnx_signature import ORT_TYPES, SignatureCache, session_signature
@@ -34,8 +35,6 @@ from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-
-DEFAULT_MAX_BATCH_SIZE = 4
 
 _GRAPH_LEVELS = {
     -1: ort.GraphOptimizationLevel.ORT_ENABLE_BASIC,
@@ -84,14 +83,8 @@ class OnnxRuntimeBackend(Backend):
         inputs, outputs = signature.inputs, signature.outputs
         can_batch = all(len(t.shape) >= 1 and t.shape[0] == -1 for t in inputs + outputs)
         if can_batch:
-            if config.max_batch_size == 0:
-                config.max_batch_size = DEFAULT_MAX_BATCH_SIZE
-            if (
-                config.max_batch_size > 1
-                and not config.HasField("dynamic_batching")
-                and not config.HasField("sequence_batching")
-            ):
-                config.dynamic_batching.SetInParent()
+            default_max_batch_size(config)
+            default_dynamic_batching(config)
         elif config.max_batch_size > 0:
             raise InvalidArgument(
                 f"autofill failed for model '{config.name}': model does not support batching "

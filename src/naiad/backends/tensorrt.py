@@ -25,6 +25,7 @@ try:  # cuda-python >= 12.6 moved the runtime bindings; older releases keep the 
 except ImportError:  # pragma: no cover - depends on the installed cuda-python
     from cuda import cudart
 
+from naiad.backends.autocomplete import default_dynamic_batching, default_max_batch_size
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
 from naiad.config.model_config_pb2 import DataType
@@ -157,8 +158,8 @@ class TensorRtBackend(Backend):
             limits = [
                 int(engine.get_tensor_profile_shape(t.name, 0)[2][0]) for t in signature.inputs
             ]
-            config.max_batch_size = max(min(limits, default=1), 1)
-            config.dynamic_batching.SetInParent()
+            default_max_batch_size(config, max(min(limits, default=1), 1))
+            default_dynamic_batching(config)
         skip = 1 if config.max_batch_size > 0 else 0
         for entries, found in (
             (config.input, signature.inputs),

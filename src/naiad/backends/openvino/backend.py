@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import openvino as ov
 
+from naiad.backends.autocomplete import default_dynamic_batching, default_max_batch_size
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.openvino.instance import CompiledModel, OpenVinoInstance
 from naiad.backends.openvino.ir import (
@@ -33,7 +34,6 @@ if TYPE_CHECKING:
     from naiad.config import ModelConfig
 
 #: Triton's default-max-batch-size, given to a model whose layouts say it batches.
-DEFAULT_MAX_BATCH_SIZE = 4
 
 
 class OpenVinoBackend(Backend):
@@ -70,14 +70,8 @@ class OpenVinoBackend(Backend):
         path = model_path(model_dir, version, config.default_model_filename)
         batchable, found, open_rank = _read_facts(path, config)
         if batchable:
-            if config.max_batch_size == 0:
-                config.max_batch_size = DEFAULT_MAX_BATCH_SIZE
-            if (
-                config.max_batch_size > 1
-                and not config.HasField("dynamic_batching")
-                and not config.HasField("sequence_batching")
-            ):
-                config.dynamic_batching.SetInParent()
+            default_max_batch_size(config)
+            default_dynamic_batching(config)
         skip = 1 if config.max_batch_size > 0 else 0
         if len(config.input) == 0:
             for tensor in found.inputs:

@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from naiad.backends.autocomplete import DEFAULT_MAX_BATCH_SIZE, default_dynamic_batching
 from naiad.config.model_config_pb2 import DataType, ModelConfig
 from naiad.config.model_signature import ModelSignature, TensorSignature
 from naiad.core.errors import InvalidArgument
@@ -20,7 +21,6 @@ log = logging.getLogger("naiad")
 
 #: max_batch_size for a model that can batch and whose config gives none (Triton's
 #: ``default-max-batch-size``; naiad's ONNX Runtime backend uses the same).
-DEFAULT_MAX_BATCH_SIZE = 4
 
 
 def complete(config: ModelConfig, signature: ModelSignature) -> None:
@@ -73,12 +73,7 @@ def _fix_batching(config: ModelConfig, signature: ModelSignature) -> bool:
             DEFAULT_MAX_BATCH_SIZE,
             config.name,
         )
-    if (
-        config.max_batch_size > 1
-        and not config.HasField("dynamic_batching")
-        and not config.HasField("sequence_batching")
-    ):
-        config.dynamic_batching.SetInParent()
+    default_dynamic_batching(config)
     return config.max_batch_size > 0
 
 
