@@ -40,8 +40,8 @@ output [{{name: "OUTPUT0" data_type: TYPE_FP32 dims: [{SIZE}]}}]
 BROKEN = {
     "no_weights": "weights file",
     "gpu": "supports only Kind CPU",
-    "bad_streams": "'NUM_STREAMS' to be either AUTO/NUMA/<int_value>, got 'many'",
-    "bad_hint": "'PERFORMANCE_HINT' to be LATENCY/THROUGHPUT/CUMULATIVE_THROUGHPUT",
+    "bad_streams": "parameter 'NUM_STREAMS' must be AUTO, NUMA or a whole number, got 'many'",
+    "bad_hint": "'PERFORMANCE_HINT' must be one of LATENCY/THROUGHPUT/CUMULATIVE_THROUGHPUT",
     "too_big_batch": "fixed at 2 (SKIP_OV_DYNAMIC_BATCHSIZE), less than max_batch_size 8",
 }
 #: Triton datatypes and the OpenVINO element types of the round-trip models.

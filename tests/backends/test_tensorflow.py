@@ -385,7 +385,7 @@ def test_bad_thread_parameter_is_refused(repo, serve, saved):
     )
     server = serve(repo)
     assert (
-        "'TF_NUM_INTRA_THREADS' of model 'dense' must be a non-negative integer"
+        "model 'dense': parameter 'TF_NUM_INTRA_THREADS' must be a whole number (0 or more)"
         in (failures(server)["dense"])
     )
 

@@ -1,7 +1,7 @@
 """A FIL model's ``parameters``, read once with the rules of Triton's FIL backend.
 
-Triton reads them as strings (rapids-triton's ``get_config_param``): booleans
-are exactly ``true`` or ``false``, ``is_classifier`` (or its old name
+Triton reads them as strings (rapids-triton's ``get_config_param``):
+``is_classifier`` (or its old name
 ``output_class``) is required, ``model_type`` defaults to ``xgboost``.  The
 GPU and performance knobs of Triton's FIL (``layout``, ``chunk_size``,
 ``storage_type``, ...) change no answer; naiad accepts and checks them but
@@ -14,6 +14,7 @@ import os
 from dataclasses import dataclass
 from pathlib import Path
 
+from naiad.backends.parameters import ModelParameters
 from naiad.config import ModelConfig
 from naiad.config.model_config_pb2 import ModelInstanceGroup
 from naiad.core.errors import InvalidArgument, Unsupported
@@ -49,7 +50,7 @@ class FilParams:
 
 def read_params(config: ModelConfig) -> FilParams:
     """The parameters of a FIL model, or InvalidArgument/Unsupported naming the bad one."""
-    params = {k: v.string_value for k, v in config.parameters.items()}
+    params = ModelParameters(config)
     where = f"model '{config.name}'"
     model_type = params.get("model_type", "xgboost")
     if model_type not in DEFAULT_FILENAMES:
@@ -57,8 +58,8 @@ def read_params(config: ModelConfig) -> FilParams:
             f"{where}: parameter 'model_type' is '{model_type}', not a model type the fil "
             f"backend knows ({', '.join(DEFAULT_FILENAMES)})"
         )
-    classifier = _bool(params, "is_classifier", where)
-    old = _bool(params, "output_class", where)
+    classifier = params.flag("is_classifier")
+    old = params.flag("output_class")
     if classifier is None and old is None:
         raise InvalidArgument(
             f"{where}: required parameter 'is_classifier' (formerly 'output_class') not found "
@@ -71,22 +72,16 @@ def read_params(config: ModelConfig) -> FilParams:
             "disagree; 'output_class' is the old name of 'is_classifier', give one of them"
         )
     for name in _INT_KNOBS:
-        _int(params, name, where)
+        params.integer(name)
     for name in _BOOL_KNOBS:
-        _bool(params, name, where)
-    threshold = params.get("threshold", "0.5")
-    try:
-        cut = float(threshold)
-    except ValueError:
-        raise InvalidArgument(
-            f"{where}: parameter 'threshold' must be a number, got '{threshold}'"
-        ) from None
-    nthread = _int(params, "cpu_nthread", where)
+        params.flag(name)
+    threshold = params.number("threshold")
+    nthread = params.integer("cpu_nthread")
     return FilParams(
         model_type=model_type,
         is_classifier=bool(classifier if classifier is not None else old),
-        predict_proba=bool(_bool(params, "predict_proba", where)),
-        threshold=cut,
+        predict_proba=bool(params.flag("predict_proba")),
+        threshold=0.5 if threshold is None else threshold,
         nthread=nthread if nthread is not None and nthread > 0 else _fair_share(config),
         cpu_nthread=nthread if nthread is not None and nthread > 0 else None,
     )
@@ -119,26 +114,3 @@ def _fair_share(config: ModelConfig) -> int:
     instances = sum(g.count for g in config.instance_group if g.kind == cpu) or 1
     cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
     return max(1, (cores or 1) // instances)
-
-
-def _bool(params: dict[str, str], name: str, where: str) -> bool | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    if value not in ("true", "false"):
-        raise InvalidArgument(
-            f"{where}: parameter '{name}' must be 'true' or 'false', got '{value}'"
-        )
-    return value == "true"
-
-
-def _int(params: dict[str, str], name: str, where: str) -> int | None:
-    value = params.get(name)
-    if value is None or value == "":
-        return None
-    try:
-        return int(value)
-    except ValueError:
-        raise InvalidArgument(
-            f"{where}: parameter '{name}' must be an integer, got '{value}'"
-        ) from None

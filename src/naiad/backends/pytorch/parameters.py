@@ -11,12 +11,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from naiad.core.errors import InvalidArgument
+from naiad.backends.parameters import ModelParameters
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-
-_BOOLEANS = {"true": True, "on": True, "1": True, "false": False, "off": False, "0": False}
 
 
 @dataclass(frozen=True)
@@ -46,29 +44,11 @@ class TorchOptions:
 
 def parse_options(config: ModelConfig) -> TorchOptions:
     """The model's options; InvalidArgument naming the parameter for a bad value."""
-    params = {key: value.string_value for key, value in config.parameters.items()}
-
-    def flag(key: str) -> bool | None:
-        if key not in params:
-            return None
-        value = _BOOLEANS.get(params[key].strip().lower())
-        if value is None:
-            raise InvalidArgument(
-                f"model '{config.name}': parameter '{key}' must be true or false "
-                f"(on/off, 1/0), got '{params[key]}'"
-            )
-        return value
+    params = ModelParameters(config)
+    flag = params.flag
 
     def count(key: str) -> int:
-        if key not in params:
-            return 0
-        text = params[key].strip()
-        if not text.isdigit():
-            raise InvalidArgument(
-                f"model '{config.name}': parameter '{key}' must be a whole number of threads "
-                f"(0 for torch's default), got '{params[key]}'"
-            )
-        return int(text)
+        return params.count(key) or 0  # 0: torch's default
 
     disable_optimized = flag("DISABLE_OPTIMIZED_EXECUTION")
     disable_cudnn = flag("DISABLE_CUDNN")

@@ -11,6 +11,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.parameters import ModelParameters
 from naiad.backends.tensorflow import autocomplete
 from naiad.backends.tensorflow.instance import TensorFlowInstance
 from naiad.backends.tensorflow.runtime import thread_settings, visible_gpus
@@ -43,7 +44,7 @@ class TensorFlowBackend(Backend):
 
     def validate(self, config: ModelConfig, model_dir: Path) -> None:
         _check_platform(config)
-        thread_settings(config.name, _parameters(config))
+        thread_settings(ModelParameters(config))
 
     def model_signature(self, config: ModelConfig, model_dir: Path, version: int) -> ModelSignature:
         _check_platform(config)
@@ -60,12 +61,8 @@ class TensorFlowBackend(Backend):
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         _check_platform(ctx.config)
         signature, chosen = self.read(ctx.config, ctx.model_dir, ctx.version)
-        threads = thread_settings(ctx.config.name, _parameters(ctx.config))
+        threads = thread_settings(ModelParameters(ctx.config))
         return TensorFlowInstance(ctx, spec, signature, chosen, threads, self._gpus)
-
-
-def _parameters(config: ModelConfig) -> dict[str, str]:
-    return {k: v.string_value for k, v in config.parameters.items()}
 
 
 def _check_platform(config: ModelConfig) -> None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import logging
 import os
 
-from naiad.core.errors import InvalidArgument
+from naiad.backends.parameters import ModelParameters
 
 os.environ.setdefault("TF_CPP_MIN_LOG_LEVEL", "2")
 import tensorflow as tf  # noqa: E402
@@ -28,34 +28,11 @@ THREAD_PARAMETERS = {
     "TF_NUM_INTER_THREADS": "inter_op_parallelism_threads",
 }
 
-_TRUE = ("true", "on", "1", "yes")
-_FALSE = ("false", "off", "0", "no", "")
 
-
-def thread_settings(model: str, parameters: dict[str, str]) -> dict[str, int]:
+def thread_settings(params: ModelParameters) -> dict[str, int]:
     """The thread counts a model's parameters ask for (checked, not applied)."""
-    wanted: dict[str, int] = {}
-    for key in THREAD_PARAMETERS:
-        if key not in parameters:
-            continue
-        text = parameters[key].strip()
-        try:
-            value = int(text)
-        except ValueError:
-            value = -1
-        if value < 0:
-            raise InvalidArgument(
-                f"parameter '{key}' of model '{model}' must be a non-negative integer, "
-                f"got '{parameters[key]}'"
-            )
-        wanted[key] = value
-    per_session = parameters.get("TF_USE_PER_SESSION_THREADS", "").strip().lower()
-    if per_session not in _TRUE + _FALSE:
-        raise InvalidArgument(
-            f"parameter 'TF_USE_PER_SESSION_THREADS' of model '{model}' must be a boolean "
-            f"(true/false, on/off, 1/0, yes/no), got '{parameters['TF_USE_PER_SESSION_THREADS']}'"
-        )
-    return wanted
+    params.flag("TF_USE_PER_SESSION_THREADS")  # accepted; no effect (docs/backends)
+    return {key: count for key in THREAD_PARAMETERS if (count := params.count(key)) is not None}
 
 
 def apply_threads(model: str, wanted: dict[str, int]) -> None:
