@@ -295,12 +295,12 @@ class ModelLoader:
         backend = self.backends.get(config.backend)
         mv.backend = backend
         specs = instance_specs(config)
-        for spec in specs:
-            instance = await asyncio.to_thread(backend.create_instance, ctx, spec)
-            mv.instances.append(instance)
-        pairs = [(i, s) for i, s in zip(mv.instances, specs, strict=True) if not s.passive]
-        pairs = pairs or list(zip(mv.instances, specs, strict=True))
-        try:
+        try:  # whatever fails, the instances already loaded are closed
+            for spec in specs:
+                instance = await asyncio.to_thread(backend.create_instance, ctx, spec)
+                mv.instances.append(instance)
+            pairs = [(i, s) for i, s in zip(mv.instances, specs, strict=True) if not s.passive]
+            pairs = pairs or list(zip(mv.instances, specs, strict=True))
             if config.model_warmup:  # every instance, before the version is READY
                 await warm_up(config, mv.signature, ctx.model_dir, mv.instances)
             mv.scheduler = make_scheduler(
