@@ -25,7 +25,7 @@ LAYERS: list[set[str]] = [
     {"naiad", "naiad.__main__", "naiad.integrations"},
     {"naiad.cli"},
     {"naiad.runner"},
-    {"naiad.server", "naiad.foreground"},
+    {"naiad.server", "naiad.foreground", "naiad.workers"},
     {"naiad.loop_thread"},
     {"naiad.frontends"},
     {"naiad.engine"},

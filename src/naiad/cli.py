@@ -65,9 +65,15 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if args.command == "check":
         return check(args.repositories, args.disable_auto_complete_config)
+    options = options_from_args(args)
+    if options.workers > 1:
+        from naiad import workers
+
+        serve_args = list(sys.argv[1:] if argv is None else argv)
+        return workers.run(options, serve_args)
     from naiad import foreground
 
-    return foreground.run(options_from_args(args))
+    return foreground.run(options)
 
 
 if __name__ == "__main__":

@@ -10,17 +10,22 @@ failures (a missing repository, a port in use, a model that failed with
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import gc
 import logging
 import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
 from naiad.engine.options import ServerOptions, flag_of
 from naiad.repository.sources import is_url
+
+if TYPE_CHECKING:
+    from naiad.server import Server
 
 log = logging.getLogger("naiad")
 
@@ -98,15 +103,67 @@ async def serve(options: ServerOptions) -> int:
         await server.stop_async(0)
         return 1
     server.dataplane.started = True
+    problem = _worker_problem(server)
+    if problem:
+        log.error("%s", problem)
+        await server.stop_async(0)
+        return 1
+    supervisor = os.getppid()  # before it hears from us: it may die the moment it does
+    orphan = (
+        asyncio.create_task(_exit_with_supervisor(supervisor, stop)) if _tell_supervisor() else None
+    )
     # Everything loaded so far lives as long as the server: keep it out of the
     # collector's full passes, which would otherwise stall requests for ms.
     gc.collect()
     gc.freeze()
     await stop.wait()
+    if orphan is not None:
+        orphan.cancel()
     log.info("signal received: draining in-flight requests (up to %ss)", options.exit_timeout_secs)
     await server.stop_async()
     log.info("server stopped")
     return 0
+
+
+def _worker_problem(server: Server) -> str:
+    """As one of several workers (``--workers``): a loaded model the workers cannot serve
+    as one server would, or ""."""
+    from naiad.workers import COUNT
+
+    if int(os.environ.get(COUNT, "1")) < 2:
+        return ""
+    for entry in server.dataplane.registry.models.values():
+        for version in entry.versions.values():
+            if version.config is not None and version.config.HasField("sequence_batching"):
+                return (
+                    f"model '{entry.name}' uses the sequence batcher: with --workers above 1 a "
+                    "sequence's requests could reach different workers, which hold their state "
+                    "apart; serve it with one worker for now"
+                )
+    return ""
+
+
+def _tell_supervisor() -> bool:
+    """Tell the ``--workers`` supervisor this worker serves (it waits for every one);
+    whether there is one."""
+    from naiad.workers import READY_FD
+
+    fd = os.environ.pop(READY_FD, None)
+    if fd is None:
+        return False
+    with contextlib.suppress(OSError):
+        os.write(int(fd), b"ready\n")
+        os.close(int(fd))
+    return True
+
+
+async def _exit_with_supervisor(parent: int, stop: asyncio.Event) -> None:
+    """A worker whose supervisor died (killed, never to forward a SIGTERM) drains and
+    exits rather than hold the ports alone."""
+    while os.getppid() == parent:
+        await asyncio.sleep(1)
+    log.warning("the supervisor (pid %d) is gone: this worker stops", parent)
+    stop.set()
 
 
 def status_table(rows: Sequence[tuple[str, str, str]]) -> str:

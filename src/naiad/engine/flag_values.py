@@ -19,6 +19,7 @@ by flag name; it raises :class:`SystemExit` with a ``naiad:`` message, which
 from __future__ import annotations
 
 import argparse
+import os
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -44,6 +45,21 @@ def boolean(text: str) -> bool:
     if lowered in ("0", "false", "no", "off"):
         return False
     raise argparse.ArgumentTypeError(f"expected true or false, got '{text}'")
+
+
+def worker_count(text: str) -> int:
+    """``--workers``: a count of 1 or more, or ``auto`` for one per core this process may use."""
+    if text.lower() == "auto":
+        return (
+            len(os.sched_getaffinity(0))
+            if hasattr(os, "sched_getaffinity")
+            else os.cpu_count() or 1
+        )
+    if not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(
+            f"expected a number of workers (1 or more) or auto, got '{text}'"
+        )
+    return int(text)
 
 
 def resource(text: str) -> str:

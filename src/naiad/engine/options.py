@@ -183,6 +183,12 @@ class ServerOptions:
     exit_on_error: bool = option(
         True, "--exit-on-error", OPERATIONS, "exit when a start-up model fails to load",
     )  # fmt: skip
+    workers: int = option(
+        1, "--workers", OPERATIONS,
+        "server processes sharing the HTTP and gRPC ports, each with every model "
+        "(auto: one per core; docs/workers.md)",
+        metavar="N|auto", value=values.worker_count,
+    )  # fmt: skip
     exit_timeout_secs: float = option(
         30.0, "--exit-timeout-secs", OPERATIONS,
         "seconds in-flight requests have to finish on SIGINT/SIGTERM", metavar="SECS",
@@ -314,6 +320,10 @@ class ServerOptions:
         2, "--grpc-http2-max-ping-strikes", FRONTENDS,
         "pings too early a client may send before the connection closes (0: no limit)",
         metavar="N",
+    )  # fmt: skip
+    #: --reuse-http-port: let several servers bind the port (SO_REUSEPORT)
+    http_reuse_port: bool = option(
+        False, "--reuse-http-port", FRONTENDS, "let several servers bind the HTTP port",
     )  # fmt: skip
     #: --reuse-grpc-port: let several servers bind the port (SO_REUSEPORT)
     grpc_reuse_port: bool = option(

@@ -34,7 +34,11 @@ def endpoints(options: ServerOptions) -> list[Endpoint]:
     """The frontends ``options`` enable (a negative port disables one)."""
     out = []
     if options.http_port >= 0:
-        out.append(Endpoint("--http-port", options.http_address, options.http_port))
+        out.append(
+            Endpoint(
+                "--http-port", options.http_address, options.http_port, options.http_reuse_port
+            )
+        )
     if options.grpc_port >= 0:
         out.append(
             Endpoint(

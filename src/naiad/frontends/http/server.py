@@ -41,5 +41,6 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> HttpFrontend:
         options.http_address,
         options.http_port,
         frontend.ssl,
+        reuse_port=options.http_reuse_port,
     )
     return frontend

@@ -1,0 +1,274 @@
+"""``naiad serve --workers N``: N whole servers on the same ports, and a supervisor.
+
+One naiad process answers on one event loop, near one core.  With
+``--workers N`` the ``naiad serve`` process becomes a supervisor that loads
+no model: it holds the HTTP and gRPC ports and starts N workers, each a
+complete naiad server with every model, binding those ports with
+SO_REUSEPORT, so the kernel spreads connections over them and no request
+crosses a process (docs/workers.md says why this design and what it
+changes).  The supervisor
+
+- starts the workers and waits until every one has loaded its models;
+- restarts a worker that dies (its in-flight requests fail with their
+  connection; the others keep serving);
+- serves the metrics port with the sum of the workers' metrics;
+- on SIGINT/SIGTERM lets every worker drain as one server does.
+
+What one process would keep consistent and N cannot yet is refused at
+start-up rather than served wrongly: explicit model control (a load would
+reach one worker) and sequence-batched models (a sequence's requests may
+arrive at different workers).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from naiad.engine.options import ServerOptions
+from naiad.metrics.aggregate import sum_expositions
+
+log = logging.getLogger("naiad")
+
+#: A worker tells the supervisor it serves by writing to this inherited descriptor.
+READY_FD = "NAIAD_WORKER_READY_FD"
+#: How many workers serve the ports (a worker refuses what N processes cannot serve).
+COUNT = "NAIAD_WORKERS"
+#: A worker that dies this soon after it started, this many times running, is not restarted.
+_CRASH_LOOP = (30.0, 3)
+
+
+@dataclass
+class Worker:
+    index: int
+    metrics_port: int  # private, on loopback: the supervisor sums the workers' metrics
+    process: subprocess.Popen[bytes] | None = None
+    started: float = 0.0
+    crashes: int = 0
+    ready: asyncio.Event = field(default_factory=asyncio.Event)
+
+
+def run(options: ServerOptions, argv: Sequence[str]) -> int:
+    """The supervisor's life: configure logging, then :func:`supervise` on a new loop."""
+    from naiad import logs
+
+    logs.configure(options.log_verbose, options.log_format, options.log_file)
+    problem = refusal(options)
+    if problem:
+        log.error("%s", problem)
+        return 1
+    return asyncio.run(supervise(options, list(argv)))
+
+
+def refusal(options: ServerOptions) -> str:
+    """Why ``options`` cannot be served by several workers, or ""."""
+    if options.model_control_mode == "explicit":
+        return (
+            f"--workers {options.workers} with --model-control-mode explicit: a load or unload "
+            "would reach one worker only; use one worker (or poll mode) for now"
+        )
+    return ""
+
+
+async def supervise(options: ServerOptions, argv: list[str]) -> int:
+    held = _hold_ports(options)  # a port in use fails here; port 0 becomes a real one
+    if isinstance(held, str):
+        log.error("%s", held)
+        return 1
+    sockets, http_port, grpc_port = held
+    private = options.metrics_port >= 0
+    workers = [Worker(i, _free_port() if private else -1) for i in range(options.workers)]
+    command = [
+        *argv,
+        "--workers=1",
+        f"--http-port={http_port}",
+        f"--grpc-port={grpc_port}",
+        "--reuse-http-port=true",
+        "--reuse-grpc-port=true",
+    ]
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    metrics = None
+    try:
+        for worker in workers:
+            _start(worker, command, len(workers))
+        watching = [asyncio.create_task(_watch(w, command, len(workers), stop)) for w in workers]
+        waits: list[asyncio.Future[Any]] = [
+            asyncio.gather(*(w.ready.wait() for w in workers)),
+            asyncio.ensure_future(stop.wait()),
+            *watching,
+        ]
+        await asyncio.wait(waits, return_when=asyncio.FIRST_COMPLETED)
+        for wait in waits[:2]:
+            wait.cancel()
+        failed = [t for t in watching if t.done()]
+        if failed:  # a worker that could not start: its log says why
+            stop.set()
+            return await _shut_down(workers, options, failed[0].result())
+        if not stop.is_set():
+            if options.metrics_port >= 0:
+                metrics = await _serve_metrics(options, workers)
+            log.info(
+                "%d workers serving HTTP on %d and gRPC on %d", len(workers), http_port, grpc_port
+            )
+            await stop.wait()
+        code = 0
+        for task in watching:
+            if task.done() and task.result():
+                code = task.result()
+        return await _shut_down(workers, options, code)
+    finally:
+        if metrics is not None:
+            metrics.close()
+        for sock in sockets:
+            sock.close()
+
+
+def _start(worker: Worker, command: list[str], count: int) -> None:
+    read, write = os.pipe()
+    args = [sys.executable, "-m", "naiad", *command]
+    if worker.metrics_port >= 0:
+        args += ["--metrics-address=127.0.0.1", f"--metrics-port={worker.metrics_port}"]
+    env = dict(os.environ, **{READY_FD: str(write), COUNT: str(count)})
+    worker.process = subprocess.Popen(args, env=env, pass_fds=(write,))
+    os.close(write)
+    worker.started = time.monotonic()
+    worker.ready.clear()
+    asyncio.get_running_loop().add_reader(read, _on_ready, worker, read)
+
+
+def _on_ready(worker: Worker, fd: int) -> None:
+    """The worker wrote (ready) or closed its end (exited): stop listening either way."""
+    data = os.read(fd, 64)
+    asyncio.get_running_loop().remove_reader(fd)
+    os.close(fd)
+    if data:
+        worker.ready.set()
+
+
+async def _watch(worker: Worker, command: list[str], count: int, stop: asyncio.Event) -> int:
+    """Restart ``worker`` whenever it dies while the server runs; its exit code if it
+    fails to start (or crash-loops), 0 when the server stops."""
+    while True:
+        assert worker.process is not None
+        code = await asyncio.to_thread(worker.process.wait)
+        if stop.is_set():
+            return 0
+        if not worker.ready.is_set():
+            log.error("worker %d exited with code %d before it served", worker.index, code)
+            return code or 1
+        quick = time.monotonic() - worker.started < _CRASH_LOOP[0]
+        worker.crashes = worker.crashes + 1 if quick else 1
+        if worker.crashes >= _CRASH_LOOP[1]:
+            log.error("worker %d keeps dying (code %d); stopping the server", worker.index, code)
+            stop.set()
+            return code or 1
+        log.warning(
+            "worker %d (pid %d) exited with code %d; its in-flight requests failed, restarting it",
+            worker.index,
+            worker.process.pid,
+            code,
+        )
+        _start(worker, command, count)
+
+
+async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:
+    """SIGTERM every worker (each drains as one server does), then wait; kill stragglers."""
+    running = [w.process for w in workers if w.process is not None and w.process.poll() is None]
+    for process in running:
+        process.send_signal(signal.SIGTERM)
+    deadline = options.exit_timeout_secs + 10
+    for process in running:
+        try:
+            await asyncio.to_thread(process.wait, deadline)
+        except subprocess.TimeoutExpired:
+            process.kill()
+            await asyncio.to_thread(process.wait)
+    log.info("server stopped")
+    return code
+
+
+def _hold_ports(options: ServerOptions) -> tuple[list[socket.socket], int, int] | str:
+    """Bind the public HTTP and gRPC ports with SO_REUSEPORT and keep them while the
+    server runs: nobody else takes them, and port 0 is one real port for every worker."""
+    sockets: list[socket.socket] = []
+    ports = []
+    for flag, host, port in (
+        ("--http-port", options.http_address, options.http_port),
+        ("--grpc-port", options.grpc_address, options.grpc_port),
+    ):
+        if port < 0:
+            ports.append(-1)
+            continue
+        sock = socket.socket(socket.AF_INET6 if ":" in host else socket.AF_INET)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        try:
+            sock.bind((host or "0.0.0.0", port))
+        except OSError as exc:
+            sock.close()
+            for held in sockets:
+                held.close()
+            return f"{flag} {port}: {host}:{port} cannot be bound ({exc.strerror})"
+        sockets.append(sock)
+        ports.append(sock.getsockname()[1])
+    return sockets, ports[0], ports[1]
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> asyncio.Server:
+    """The public metrics port: every worker's ``/metrics``, summed (see metrics.aggregate)."""
+
+    async def handle(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        with contextlib.suppress(ConnectionError, asyncio.IncompleteReadError):
+            head = await reader.readuntil(b"\r\n\r\n")
+            path = head.split(b" ", 2)[1] if head.count(b" ") >= 2 else b""
+            if path.split(b"?")[0] != b"/metrics":
+                body, status = b"Not Found\n", "404 Not Found"
+            else:
+                texts = await asyncio.gather(*(_scrape(w.metrics_port) for w in workers))
+                body, status = sum_expositions([t for t in texts if t]).encode(), "200 OK"
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: text/plain; version=0.0.4; charset=utf-8\r\n"
+                f"Content-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + body
+            )
+            await writer.drain()
+        writer.close()
+
+    host = options.metrics_address or options.http_address or "0.0.0.0"
+    return await asyncio.start_server(handle, host, options.metrics_port, reuse_address=True)
+
+
+async def _scrape(port: int) -> str:
+    """One worker's metrics; "" from a worker that is restarting."""
+    try:
+        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 5)
+    except (OSError, asyncio.TimeoutError):
+        return ""
+    try:
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: worker\r\nConnection: close\r\n\r\n")
+        data = await asyncio.wait_for(reader.read(), 10)
+    except (OSError, asyncio.TimeoutError):
+        return ""
+    finally:
+        writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return body.decode() if head.startswith(b"HTTP/1.1 200") else ""

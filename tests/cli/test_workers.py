@@ -1,0 +1,206 @@
+"""``naiad serve --workers 2``: two servers on one port pair, and the supervisor around them."""
+
+from __future__ import annotations
+
+import contextlib
+import http.client
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import numpy as np
+import psutil
+import pytest
+import tritonclient.grpc as grpcclient
+from conftest import free_port
+from scheduling.sequence_models import acc_state
+from support import onnx_models
+from support.onnx_models import write_config
+
+pytestmark = pytest.mark.e2e
+
+#: Generous: two servers start on a busy two-core machine.
+DEADLINE_S = 120
+
+
+class Served:
+    """A ``naiad serve --workers 2`` process and what its log says."""
+
+    def __init__(self, repo: Path, *extra: str) -> None:
+        self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
+             "--workers", "2", f"--http-port={self.http}", f"--grpc-port={self.grpc}",
+             f"--metrics-port={self.metrics}", "--http-address=127.0.0.1",
+             "--grpc-address=127.0.0.1", *extra],
+            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+            start_new_session=True,  # its workers share its process group (see stop)
+        )  # fmt: skip
+        self.log: list[str] = []
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stderr is not None
+        for line in self.proc.stderr:
+            self.log.append(line.rstrip())
+
+    def wait_for(self, pattern: str, count: int = 1) -> list[re.Match[str]]:
+        deadline = time.monotonic() + DEADLINE_S
+        while time.monotonic() < deadline:
+            found = [m for line in list(self.log) if (m := re.search(pattern, line))]
+            if len(found) >= count:
+                return found
+            if self.proc.poll() is not None:
+                break
+            time.sleep(0.05)
+        raise AssertionError(f"no {pattern!r} in the log:\n" + "\n".join(self.log))
+
+    def workers(self) -> list[psutil.Process]:
+        return psutil.Process(self.proc.pid).children()
+
+    def stop(self) -> int:
+        if self.proc.poll() is None:
+            self.proc.send_signal(signal.SIGTERM)
+        code = self.proc.wait(DEADLINE_S)
+        # Whatever a failed test left running goes too, or the log pipe never closes.
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        self._reader.join(10)
+        if self.proc.stderr is not None:
+            self.proc.stderr.close()
+        return code
+
+
+@pytest.fixture
+def served(repo: Path) -> Iterator[Served]:
+    onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=("batch", 4))
+    write_config(repo / "add_sub", "max_batch_size: 8\ndynamic_batching { }\n")
+    server = Served(repo)
+    server.wait_for(r"2 workers serving HTTP")
+    yield server
+    server.stop()
+
+
+def _gone(process: psutil.Process) -> bool:
+    """Exited: an orphan's zombie waits for whoever reaps orphans here, which may be slow."""
+    try:
+        return process.status() == psutil.STATUS_ZOMBIE
+    except psutil.NoSuchProcess:
+        return True
+
+
+def _infer(port: int, a: list[float]) -> list[float]:
+    """One request on a connection of its own, so the kernel may pick either worker."""
+    body = json.dumps({"inputs": [
+        {"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": a},
+        {"name": "INPUT1", "shape": [1, 4], "datatype": "FP32", "data": [1.0] * 4},
+    ]})  # fmt: skip
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("POST", "/v2/models/add_sub/infer", body)
+        reply = conn.getresponse()
+        assert reply.status == 200, reply.read()
+        outputs = {o["name"]: o["data"] for o in json.loads(reply.read())["outputs"]}
+        return outputs["OUTPUT0"]
+    finally:
+        conn.close()
+
+
+def _scrape(port: int) -> str:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    try:
+        conn.request("GET", "/metrics")
+        return conn.getresponse().read().decode()
+    finally:
+        conn.close()
+
+
+def _successes(text: str) -> int:
+    found = re.search(
+        r'^nv_inference_request_success\{model="add_sub",version="1"\} (\d+)', text, re.M
+    )
+    return int(found.group(1)) if found else 0
+
+
+def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(served):
+    assert len(served.workers()) == 2
+    for i in range(60):
+        assert _infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc}")
+    tensors = [grpcclient.InferInput(n, [1, 4], "FP32") for n in ("INPUT0", "INPUT1")]
+    for tensor in tensors:
+        tensor.set_data_from_numpy(np.full((1, 4), 2.0, np.float32))
+    result = client.infer("add_sub", tensors)
+    np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.full((1, 4), 4.0))
+
+    # Each worker's own metrics port is in its log; the public one sums them.
+    private = [
+        int(m.group(1))
+        for m in served.wait_for(r"started metrics service at 127\.0\.0\.1:(\d+)", 2)
+    ]
+    each = [_successes(_scrape(port)) for port in private]
+    assert all(count > 0 for count in each), each  # the kernel spread the connections
+    assert sum(each) == 61
+    assert _successes(_scrape(served.metrics)) == 61
+
+
+def test_a_killed_worker_is_replaced_while_the_other_serves(served):
+    victim = served.workers()[0]
+    victim.kill()
+    served.wait_for(rf"worker \d \(pid {victim.pid}\) exited with code -9; .* restarting it")
+    # Meanwhile every request gets an answer from the survivor (a connection the dead
+    # worker had accepted fails; a client retries it, as after any server crash).
+    for i in range(20):
+        for _attempt in range(3):
+            try:
+                assert _infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
+                break
+            except (ConnectionError, http.client.HTTPException):
+                continue
+        else:
+            raise AssertionError(f"request {i} failed three times")
+    deadline = time.monotonic() + DEADLINE_S
+    while not (len(served.workers()) == 2 and victim.pid not in [w.pid for w in served.workers()]):
+        assert time.monotonic() < deadline, "the worker was not replaced"
+        time.sleep(0.1)
+    served.wait_for(r"started metrics service", 3)  # the new worker serves
+    assert served.stop() == 0
+
+
+def test_sigterm_drains_every_worker(served):
+    workers = served.workers()
+    assert served.stop() == 0
+    assert all(_gone(w) for w in workers)
+    assert "Traceback" not in "\n".join(served.log)
+
+
+def test_workers_of_a_killed_supervisor_stop_by_themselves(served):
+    workers = served.workers()
+    served.proc.kill()
+    deadline = time.monotonic() + DEADLINE_S
+    while not all(_gone(w) for w in workers):
+        assert time.monotonic() < deadline, "workers outlived their supervisor:\n" + "\n".join(
+            served.log
+        )
+        time.sleep(0.1)
+
+
+def test_what_several_workers_cannot_serve_is_refused_at_start(repo):
+    explicit = Served(repo, "--model-control-mode=explicit")
+    assert explicit.proc.wait(DEADLINE_S) == 1
+    explicit.stop()
+    assert any("--model-control-mode explicit" in line for line in explicit.log), explicit.log
+
+    acc_state(repo)
+    sequences = Served(repo)
+    assert sequences.proc.wait(DEADLINE_S) == 1
+    sequences.stop()
+    assert any("uses the sequence batcher" in line for line in sequences.log), sequences.log
