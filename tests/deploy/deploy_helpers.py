@@ -28,9 +28,9 @@ CHART = DEPLOY / "helm" / "naiad"
 EXAMPLES = ROOT / "examples" / "model_repository"
 
 #: Kubernetes versions the manifests are validated against: the oldest the chart
-#: declares support for (Chart.yaml kubeVersion) that kubernetes-validate ships
-#: schemas for, and the newest it ships.
-KUBERNETES_VERSIONS = ("1.29.0", "1.37.0")
+#: declares support for (Chart.yaml kubeVersion: >=1.25), and the newest
+#: kubernetes-validate ships schemas for.
+KUBERNETES_VERSIONS = ("1.25.0", "1.37.0")
 
 
 @dataclass
