@@ -100,3 +100,18 @@ def test_create_app_takes_a_repository_or_a_server(repo: Path) -> None:
         naiad.asgi.create_app()
     with pytest.raises(TypeError, match="not both"):
         naiad.asgi.create_app(repo, server=Server(repo))
+
+
+async def test_the_owned_server_opens_grpc_beside_it_when_asked(repo: Path) -> None:
+    import tritonclient.grpc.aio as grpcclient
+
+    app = naiad.asgi.create_app(_models(repo, "add_sub"), grpc_port=0, metrics_path=None)
+    async with app.lifespan(), _client(app) as client:
+        assert app.server.grpc_port
+        grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{app.server.grpc_port}")
+        try:
+            assert await grpc.is_model_ready("add_sub")
+        finally:
+            await grpc.close()
+        assert (await client.get("/metrics")).status_code == 404  # no such route now
+    assert app.server.grpc_port is None
