@@ -15,18 +15,17 @@ from naiad.core.types import InferenceRequest, InferenceResponse, InferInput
 from naiad.frontends.http.codec import json_to_array, parse_json
 from naiad.frontends.http.encode import dumps, tensor_json
 from naiad.frontends.http.errors import status_of
-from naiad.frontends.http.message import REASONS, Request, Response, json_response
+from naiad.frontends.http.message import Request, Response, json_response
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
     from naiad.engine.metadata import TensorMetadata
 
 _SCALARS = (str, int, float, bool)
-_SSE_HEAD = (
-    b"Content-Type: text/event-stream; charset=utf-8\r\n"
-    b"Cache-Control: no-cache\r\n"
-    b"Transfer-Encoding: chunked\r\n\r\n"
-)
+_SSE_HEADERS = [
+    b"Content-Type: text/event-stream; charset=utf-8\r\n",
+    b"Cache-Control: no-cache\r\n",
+]
 
 
 def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceRequest:
@@ -131,10 +130,6 @@ async def generate(dp: DataPlane, req: Request, name: str, version: str) -> Resp
     return json_response(dumps(_doc(results[0])))
 
 
-def _chunk(data: bytes) -> bytes:
-    return b"%x\r\n%s\r\n" % (len(data), data)
-
-
 async def generate_stream(dp: DataPlane, req: Request, name: str, version: str) -> None:
     """Writes the SSE stream itself; returns None so the connection sends nothing more."""
     request = _build(dp, req, name, version)
@@ -146,7 +141,7 @@ async def generate_stream(dp: DataPlane, req: Request, name: str, version: str) 
     def start(status: int) -> None:
         nonlocal started
         started = True
-        conn.write(f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n".encode() + _SSE_HEAD)
+        conn.start_stream(status, _SSE_HEADERS)
 
     try:
         async for response in stream:
@@ -163,16 +158,16 @@ async def generate_stream(dp: DataPlane, req: Request, name: str, version: str) 
                     payload = dumps({"error": exc.message})
                 if not started:
                     start(200)
-            conn.write(_chunk(b"data: " + payload + b"\n\n"))
+            conn.write_chunk(b"data: " + payload + b"\n\n")
             await conn.drain()
             if conn.closed:
                 break
     except NaiadError as exc:
         if not started:
             raise
-        conn.write(_chunk(b"data: " + dumps({"error": exc.message}) + b"\n\n"))
+        conn.write_chunk(b"data: " + dumps({"error": exc.message}) + b"\n\n")
     finally:
         await stream.aclose()  # type: ignore[attr-defined]
     if not started:
         start(200)
-    conn.write(b"0\r\n\r\n")
+    conn.end_stream()

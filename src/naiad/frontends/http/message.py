@@ -32,13 +32,23 @@ _STATUS_LINES = {code: f"HTTP/1.1 {code} {text}\r\n".encode() for code, text in 
 
 
 class Stream(Protocol):
-    """The connection, for a handler that writes its own response (a server-sent event stream)."""
+    """The connection, for a handler that writes its own response (a server-sent event stream).
+
+    The handler says what to send, the transport frames it: HTTP/1.1 chunks on
+    naiad's own connection, ``http.response.body`` messages under ASGI.
+    """
 
     closed: bool
 
-    def write(self, data: bytes) -> None: ...
+    def start_stream(self, status: int, headers: list[bytes]) -> None:
+        """Begin a response of unknown length; ``headers`` are complete "Name: value\\r\\n" lines."""
 
-    async def drain(self) -> None: ...
+    def write_chunk(self, data: bytes) -> None: ...
+
+    def end_stream(self) -> None: ...
+
+    async def drain(self) -> None:
+        """Wait until what was written can be taken in (slow clients)."""
 
 
 class Request:

@@ -29,6 +29,7 @@ import httptools
 from naiad.core.errors import NaiadError
 from naiad.frontends.eager import start_eagerly
 from naiad.frontends.http.message import (
+    REASONS,
     Request,
     Response,
     body_length,
@@ -426,6 +427,17 @@ class HttpConnection(asyncio.Protocol):
     def write(self, data: bytes) -> None:
         if not self.closed and self.transport is not None:
             self.transport.write(data)
+
+    def start_stream(self, status: int, headers: list[bytes]) -> None:
+        line = f"HTTP/1.1 {status} {REASONS.get(status, 'Error')}\r\n".encode()
+        self.write(b"".join([line, *headers, b"Transfer-Encoding: chunked\r\n\r\n"]))
+
+    def write_chunk(self, data: bytes) -> None:
+        if data:  # an empty chunk would end the body
+            self.write(b"%x\r\n%s\r\n" % (len(data), data))
+
+    def end_stream(self) -> None:
+        self.write(b"0\r\n\r\n")
 
     async def drain(self) -> None:
         """Wait while the transport's write buffer is full (slow clients)."""

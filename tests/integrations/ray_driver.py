@@ -1,0 +1,61 @@
+"""The Ray driver of test_ray.py, in a child process: a local Ray with naiad on Ray
+Serve, and a few commands read from stdin (Ray's own imports warn, which the test
+process's ``filterwarnings = error`` would turn into failures).
+
+Usage: ``ray_driver.py MODEL_REPOSITORY HTTP_PORT REPLICAS``; prints ``ready`` once
+Serve answers, then for each line of stdin: ``replicas`` -> the running count, ``names`` -> the replica actors' names,
+``kill`` -> kills one replica's actor (Ray's controller starts another) and prints
+its name, ``quit`` -> shuts Serve and Ray down and exits.
+"""
+
+from __future__ import annotations
+
+import sys
+
+import ray
+from ray import serve
+
+from naiad.integrations import ray as naiad_ray
+
+
+def replicas() -> int:
+    status = serve.status().applications["default"].deployments["naiad"]
+    return int(status.replica_states.get("RUNNING", 0))
+
+
+def names() -> list[str]:
+    """The replica actors alive now (Ray names them ``SERVE_REPLICA::<app>#<deployment>#<id>``)."""
+    found = ray.util.list_named_actors(all_namespaces=True)
+    return sorted(a["name"] for a in found if a["name"].startswith("SERVE_REPLICA::"))
+
+
+def kill_one() -> str:
+    name = names()[0]
+    ray.kill(ray.get_actor(name, namespace="serve"), no_restart=True)
+    return name
+
+
+def main() -> None:
+    repository, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
+    serve.start(http_options={"host": "127.0.0.1", "port": port})
+    app = naiad_ray.deployment(repository, num_replicas=count, ray_actor_options={"num_cpus": 0.5})
+    serve.run(app, route_prefix="/")
+    print("ready", flush=True)
+    for line in sys.stdin:
+        command = line.strip()
+        if command == "replicas":
+            print(replicas(), flush=True)
+        elif command == "names":
+            print(" ".join(names()), flush=True)
+        elif command == "kill":
+            print(kill_one(), flush=True)
+        elif command == "quit":
+            break
+    serve.shutdown()
+    ray.shutdown()
+    print("bye", flush=True)
+
+
+if __name__ == "__main__":
+    main()
