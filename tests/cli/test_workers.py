@@ -8,6 +8,7 @@ import json
 import os
 import re
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -19,7 +20,6 @@ import numpy as np
 import psutil
 import pytest
 import tritonclient.grpc as grpcclient
-from conftest import free_port
 from scheduling.sequence_models import acc_state
 from support import onnx_models
 from support.onnx_models import write_config
@@ -28,6 +28,12 @@ pytestmark = pytest.mark.e2e
 
 #: Generous: two servers start on a busy two-core machine.
 DEADLINE_S = 120
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
 
 
 class Served:

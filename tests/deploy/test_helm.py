@@ -171,11 +171,10 @@ def test_the_pieces_fit_together(name: str):
 
 @pytest.mark.parametrize("name", RENDERS)
 def test_the_container_args_are_naiad_serve_flags(name: str):
-    """The rendered args parse as `naiad serve` flags.  `--workers` is left aside while
-    `naiad serve` does not have it yet (issue #28 adds it); once it does, it is parsed too."""
+    """The rendered args parse as `naiad serve` flags, `--workers` included."""
     [container] = objects(name)["Deployment"]["spec"]["template"]["spec"]["containers"]
     _, unknown = build_parser().parse_known_args(["serve", *container["args"]])
-    assert all(arg.startswith("--workers=") for arg in unknown), unknown
+    assert unknown == []
 
 
 def test_the_chart_lints_and_renders_the_committed_files(helm: ModuleType):
