@@ -5,10 +5,10 @@ CPU-only reference Triton: the request paths are compared, not the backends),
 driven by ``wrk`` (installed with the reference tools) with one JSON request,
 runs interleaved and the order flipped every round; medians of ``--rounds``.
 
-Not perf_analyzer: it reads the statistics extension before and after each
-window, and with several workers each answers with its own counts (docs/workers.md),
-so its deltas do not add up and it stops with "failed to find the requested
-model version".
+wrk rather than perf_analyzer: wrk is a C event loop that costs the two cores
+of the development VM little, where perf_analyzer's own threads take a large
+share of them (perf_analyzer works against several workers too: the
+statistics extension reports the whole server).
 
     python benchmarks/workers_bench.py [--workers 1 2] [--concurrency 1 8 32] [--rounds 3]
 

@@ -44,6 +44,8 @@ log = logging.getLogger("naiad")
 READY_FD = "NAIAD_WORKER_READY_FD"
 #: How many workers serve the ports (a worker refuses what N processes cannot serve).
 COUNT = "NAIAD_WORKERS"
+#: Every worker's private metrics port, where each serves its own statistics to the others.
+PEERS = "NAIAD_WORKER_PEERS"
 #: A worker that dies this soon after it started, this many times running, is not restarted.
 _CRASH_LOOP = (30.0, 3)
 
@@ -51,7 +53,9 @@ _CRASH_LOOP = (30.0, 3)
 @dataclass
 class Worker:
     index: int
-    metrics_port: int  # private, on loopback: the supervisor sums the workers' metrics
+    #: Private, on loopback: the supervisor sums the workers' metrics there, and the
+    #: workers read each other's statistics (always on, whatever --allow-metrics says).
+    metrics_port: int
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     crashes: int = 0
@@ -86,8 +90,7 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
         log.error("%s", held)
         return 1
     sockets, http_port, grpc_port = held
-    private = options.metrics_port >= 0
-    workers = [Worker(i, _free_port() if private else -1) for i in range(options.workers)]
+    workers = [Worker(i, port) for i, port in enumerate(_free_ports(options.workers))]
     command = [
         *argv,
         "--workers=1",
@@ -95,16 +98,21 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
         f"--grpc-port={grpc_port}",
         "--reuse-http-port=true",
         "--reuse-grpc-port=true",
+        "--allow-metrics=true",
+        "--metrics-address=127.0.0.1",
     ]
+    peers = ",".join(str(w.metrics_port) for w in workers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     metrics = None
     try:
+        if options.metrics_port >= 0:  # before the workers: their ports can no longer take it
+            metrics = await _serve_metrics(options, workers)
         for worker in workers:
-            _start(worker, command, len(workers))
-        watching = [asyncio.create_task(_watch(w, command, len(workers), stop)) for w in workers]
+            _start(worker, command, peers)
+        watching = [asyncio.create_task(_watch(w, command, peers, stop)) for w in workers]
         waits: list[asyncio.Future[Any]] = [
             asyncio.gather(*(w.ready.wait() for w in workers)),
             asyncio.ensure_future(stop.wait()),
@@ -118,8 +126,6 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
             stop.set()
             return await _shut_down(workers, options, failed[0].result())
         if not stop.is_set():
-            if options.metrics_port >= 0:
-                metrics = await _serve_metrics(options, workers)
             log.info(
                 "%d workers serving HTTP on %d and gRPC on %d", len(workers), http_port, grpc_port
             )
@@ -136,12 +142,11 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
             sock.close()
 
 
-def _start(worker: Worker, command: list[str], count: int) -> None:
+def _start(worker: Worker, command: list[str], peers: str) -> None:
     read, write = os.pipe()
-    args = [sys.executable, "-m", "naiad", *command]
-    if worker.metrics_port >= 0:
-        args += ["--metrics-address=127.0.0.1", f"--metrics-port={worker.metrics_port}"]
-    env = dict(os.environ, **{READY_FD: str(write), COUNT: str(count)})
+    args = [sys.executable, "-m", "naiad", *command, f"--metrics-port={worker.metrics_port}"]
+    count = str(peers.count(",") + 1)
+    env = dict(os.environ, **{READY_FD: str(write), COUNT: count, PEERS: peers})
     worker.process = subprocess.Popen(args, env=env, pass_fds=(write,))
     os.close(write)
     worker.started = time.monotonic()
@@ -158,7 +163,7 @@ def _on_ready(worker: Worker, fd: int) -> None:
         worker.ready.set()
 
 
-async def _watch(worker: Worker, command: list[str], count: int, stop: asyncio.Event) -> int:
+async def _watch(worker: Worker, command: list[str], peers: str, stop: asyncio.Event) -> int:
     """Restart ``worker`` whenever it dies while the server runs; its exit code if it
     fails to start (or crash-loops), 0 when the server stops."""
     while True:
@@ -181,7 +186,7 @@ async def _watch(worker: Worker, command: list[str], count: int, stop: asyncio.E
             worker.process.pid,
             code,
         )
-        _start(worker, command, count)
+        _start(worker, command, peers)
 
 
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:
@@ -227,10 +232,15 @@ def _hold_ports(options: ServerOptions) -> tuple[list[socket.socket], int, int] 
     return sockets, ports[0], ports[1]
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+def _free_ports(count: int) -> list[int]:
+    """``count`` different free loopback ports (all held at once while they are chosen)."""
+    with contextlib.ExitStack() as held:
+        ports = []
+        for _ in range(count):
+            sock = held.enter_context(socket.socket())
+            sock.bind(("127.0.0.1", 0))
+            ports.append(int(sock.getsockname()[1]))
+    return ports
 
 
 async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> asyncio.Server:

@@ -156,6 +156,16 @@ def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(ser
     assert all(count > 0 for count in each), each  # the kernel spread the connections
     assert sum(each) == 61
     assert _successes(_scrape(served.metrics)) == 61
+    # So is the statistics extension, whichever worker answers, over HTTP and gRPC.
+    for _ in range(4):  # on new connections: either worker may take the call
+        conn = http.client.HTTPConnection("127.0.0.1", served.http, timeout=30)
+        conn.request("GET", "/v2/models/add_sub/stats")
+        stats = json.loads(conn.getresponse().read())["model_stats"]
+        conn.close()
+        assert [(s["name"], s["inference_count"]) for s in stats] == [("add_sub", 61)]
+        assert stats[0]["inference_stats"]["success"]["count"] == 61
+    grpc_stats = client.get_inference_statistics("add_sub").model_stats
+    assert [(s.name, s.inference_count) for s in grpc_stats] == [("add_sub", 61)]
 
 
 def test_a_killed_worker_is_replaced_while_the_other_serves(served):

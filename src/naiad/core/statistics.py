@@ -10,7 +10,8 @@ event loop keeps moving.  Names and fields are those of Triton's
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
+from typing import Any, TypeVar
 
 
 @dataclass(frozen=True, slots=True)
@@ -74,3 +75,64 @@ class ModelStatistics:
     inference_stats: InferStatistics
     response_stats: Mapping[str, InferResponseStatistics]
     batch_stats: tuple[InferBatchStatistics, ...]
+
+
+def combined(a: ModelStatistics, b: ModelStatistics) -> ModelStatistics:
+    """Two processes' statistics of one model version as one server's (``--workers``)."""
+    responses = dict(a.response_stats)
+    for key, response in b.response_stats.items():
+        responses[key] = _sum(responses[key], response) if key in responses else response
+    batches = {batch.batch_size: batch for batch in a.batch_stats}
+    for batch in b.batch_stats:
+        seen = batches.get(batch.batch_size)
+        batches[batch.batch_size] = _sum(seen, batch) if seen is not None else batch
+    return ModelStatistics(
+        a.name,
+        a.version,
+        max(a.last_inference, b.last_inference),
+        a.inference_count + b.inference_count,
+        a.execution_count + b.execution_count,
+        _sum(a.inference_stats, b.inference_stats),
+        responses,
+        tuple(batches[size] for size in sorted(batches)),
+    )
+
+
+def from_json(value: Mapping[str, Any]) -> ModelStatistics:
+    """A version's statistics from the statistics extension's JSON (Triton's names)."""
+    return ModelStatistics(
+        str(value["name"]),
+        str(value["version"]),
+        int(value["last_inference"]),
+        int(value["inference_count"]),
+        int(value["execution_count"]),
+        _durations(InferStatistics, value["inference_stats"]),
+        {k: _durations(InferResponseStatistics, v) for k, v in value["response_stats"].items()},
+        tuple(_durations(InferBatchStatistics, b) for b in value["batch_stats"]),
+    )
+
+
+_T = TypeVar("_T", InferStatistics, InferBatchStatistics, InferResponseStatistics)
+
+
+def _sum(a: _T, b: _T) -> _T:
+    """Field by field: durations add up; ``batch_size`` is the key both share."""
+    values: dict[str, Any] = {}
+    for f in fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        values[f.name] = (
+            StatisticDuration(x.count + y.count, x.ns + y.ns)
+            if isinstance(x, StatisticDuration)
+            else x
+        )
+    return type(a)(**values)
+
+
+def _durations(cls: type[_T], part: Mapping[str, Any]) -> _T:
+    values: dict[str, Any] = {
+        f.name: int(part[f.name])
+        if f.name == "batch_size"
+        else StatisticDuration(int(part[f.name]["count"]), int(part[f.name]["ns"]))
+        for f in fields(cls)
+    }
+    return cls(**values)

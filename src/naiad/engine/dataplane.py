@@ -75,6 +75,9 @@ class DataPlane:
         # The server's own metrics registry (custom families: ``metrics.family``).
         self.metrics = MetricsRegistry(MetricsConfig.parse(options.metrics_config))
         self.model_metrics = ModelMetrics(self.registry, self.metrics.config)
+        #: With ``--workers``: the other workers' private metrics ports, whose
+        #: statistics :meth:`server_statistics` adds to this process's own.
+        self.peers: tuple[int, ...] = ()
         self.system_metrics = SystemMetrics(
             cpu_metrics=options.allow_cpu_metrics,
             gpu_metrics=options.allow_gpu_metrics,
@@ -309,6 +312,15 @@ class DataPlane:
         return Completion(request, mv, deliver, lease, trace, self.tracer).complete
 
     # -- statistics --------------------------------------------------------------
+
+    async def server_statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
+        """:meth:`statistics` of the whole server: with ``--workers``, every worker's summed."""
+        local = self.statistics(name, version)
+        if not self.peers:
+            return local
+        from naiad.engine.peers import with_peers
+
+        return await with_peers(local, self.peers, name, version)
 
     def statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """Every ready version's statistics, or those of ``name`` (one version if given)."""

@@ -55,8 +55,10 @@ def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigRes
     return pb.ModelConfigResponse(config=dp.model_config(msg.name, msg.version))
 
 
-def model_statistics(dp: DataPlane, msg: pb.ModelStatisticsRequest) -> pb.ModelStatisticsResponse:
-    return render.statistics(dp.statistics(msg.name, msg.version))
+async def model_statistics(
+    dp: DataPlane, msg: pb.ModelStatisticsRequest
+) -> pb.ModelStatisticsResponse:
+    return render.statistics(await dp.server_statistics(msg.name, msg.version))
 
 
 # -- model repository ------------------------------------------------------------------

@@ -78,8 +78,8 @@ def model_config(dp: DataPlane, req: Request, name: str, version: str) -> Respon
 # -- statistics -------------------------------------------------------------------
 
 
-def stats(dp: DataPlane, req: Request, name: str, version: str) -> Response:
-    return json_response(dumps(render.statistics(dp.statistics(name, version))))
+async def stats(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+    return json_response(dumps(render.statistics(await dp.server_statistics(name, version))))
 
 
 # -- repository ---------------------------------------------------------------------
