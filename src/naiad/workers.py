@@ -109,7 +109,13 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
     metrics = None
     try:
         if options.metrics_port >= 0:  # before the workers: their ports can no longer take it
-            metrics = await _serve_metrics(options, workers)
+            try:
+                metrics = await _serve_metrics(options, workers)
+            except OSError as exc:
+                log.error(
+                    "--metrics-port %d: cannot be bound (%s)", options.metrics_port, exc.strerror
+                )
+                return 1
         for worker in workers:
             _start(worker, command, peers)
         watching = [asyncio.create_task(_watch(w, command, peers, stop)) for w in workers]
@@ -136,6 +142,11 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
                 code = task.result()
         return await _shut_down(workers, options, code)
     finally:
+        # After an error nobody foresaw, no worker may outlive its supervisor (and the
+        # threads waiting on them would keep this process from exiting).
+        for worker in workers:
+            if worker.process is not None and worker.process.poll() is None:
+                worker.process.kill()
         if metrics is not None:
             metrics.close()
         for sock in sockets:

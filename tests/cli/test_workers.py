@@ -220,3 +220,15 @@ def test_what_several_workers_cannot_serve_is_refused_at_start(repo):
     assert sequences.proc.wait(DEADLINE_S) == 1
     sequences.stop()
     assert any("uses the sequence batcher" in line for line in sequences.log), sequences.log
+
+
+def test_a_metrics_port_in_use_is_one_line_and_no_worker_starts(repo):
+    with socket.socket() as taken:
+        taken.bind(("0.0.0.0", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        served = Served(repo, f"--metrics-port={port}")
+        assert served.proc.wait(DEADLINE_S) == 1
+        served.stop()
+    assert any(f"--metrics-port {port}: cannot be bound" in line for line in served.log)
+    assert not any("Traceback" in line for line in served.log)
