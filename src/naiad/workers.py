@@ -35,6 +35,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from naiad.engine import peers
 from naiad.engine.options import ServerOptions
 from naiad.metrics.aggregate import sum_expositions
 
@@ -101,7 +102,7 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
         "--allow-metrics=true",
         "--metrics-address=127.0.0.1",
     ]
-    peers = ",".join(str(w.metrics_port) for w in workers)
+    peer_ports = ",".join(str(w.metrics_port) for w in workers)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -117,8 +118,8 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
                 )
                 return 1
         for worker in workers:
-            _start(worker, command, peers)
-        watching = [asyncio.create_task(_watch(w, command, peers, stop)) for w in workers]
+            _start(worker, command, peer_ports)
+        watching = [asyncio.create_task(_watch(w, command, peer_ports, stop)) for w in workers]
         waits: list[asyncio.Future[Any]] = [
             asyncio.gather(*(w.ready.wait() for w in workers)),
             asyncio.ensure_future(stop.wait()),
@@ -153,11 +154,11 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
             sock.close()
 
 
-def _start(worker: Worker, command: list[str], peers: str) -> None:
+def _start(worker: Worker, command: list[str], peer_ports: str) -> None:
     read, write = os.pipe()
     args = [sys.executable, "-m", "naiad", *command, f"--metrics-port={worker.metrics_port}"]
-    count = str(peers.count(",") + 1)
-    env = dict(os.environ, **{READY_FD: str(write), COUNT: count, PEERS: peers})
+    count = str(peer_ports.count(",") + 1)
+    env = dict(os.environ, **{READY_FD: str(write), COUNT: count, PEERS: peer_ports})
     worker.process = subprocess.Popen(args, env=env, pass_fds=(write,))
     os.close(write)
     worker.started = time.monotonic()
@@ -174,7 +175,7 @@ def _on_ready(worker: Worker, fd: int) -> None:
         worker.ready.set()
 
 
-async def _watch(worker: Worker, command: list[str], peers: str, stop: asyncio.Event) -> int:
+async def _watch(worker: Worker, command: list[str], peer_ports: str, stop: asyncio.Event) -> int:
     """Restart ``worker`` whenever it dies while the server runs; its exit code if it
     fails to start (or crash-loops), 0 when the server stops."""
     while True:
@@ -197,7 +198,7 @@ async def _watch(worker: Worker, command: list[str], peers: str, stop: asyncio.E
             worker.process.pid,
             code,
         )
-        _start(worker, command, peers)
+        _start(worker, command, peer_ports)
 
 
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:
@@ -280,16 +281,5 @@ async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> async
 
 async def _scrape(port: int) -> str:
     """One worker's metrics; "" from a worker that is restarting."""
-    try:
-        reader, writer = await asyncio.wait_for(asyncio.open_connection("127.0.0.1", port), 5)
-    except (OSError, asyncio.TimeoutError):
-        return ""
-    try:
-        writer.write(b"GET /metrics HTTP/1.1\r\nHost: worker\r\nConnection: close\r\n\r\n")
-        data = await asyncio.wait_for(reader.read(), 10)
-    except (OSError, asyncio.TimeoutError):
-        return ""
-    finally:
-        writer.close()
-    head, _, body = data.partition(b"\r\n\r\n")
-    return body.decode() if head.startswith(b"HTTP/1.1 200") else ""
+    body = await peers.get(port, "/metrics")
+    return body.decode() if body is not None else ""

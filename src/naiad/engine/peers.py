@@ -4,7 +4,8 @@ The statistics extension answers for the server, and with several workers
 each counts only its own requests: the worker that takes the call adds its
 peers' figures, read from their private loopback metrics ports (which serve
 their own statistics as JSON for exactly this).  A peer that is restarting
-does not answer and counts as nothing, as its requests failed.
+does not answer and counts as nothing, as its requests failed.  The
+supervisor reads the workers' ``/metrics`` through the same :func:`get`.
 """
 
 from __future__ import annotations
@@ -41,7 +42,9 @@ async def with_peers(
     return list(merged.values())
 
 
-async def _fetch(port: int, path: str) -> dict[str, Any] | None:
+async def get(port: int, path: str) -> bytes | None:
+    """The body of a 200 answer to ``GET path`` on a loopback port; None from a worker
+    that does not answer (restarting) or answers anything else."""
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection("127.0.0.1", port), _TIMEOUT_S
@@ -56,7 +59,12 @@ async def _fetch(port: int, path: str) -> dict[str, Any] | None:
     finally:
         writer.close()
     head, _, body = data.partition(b"\r\n\r\n")
-    if not head.startswith(b"HTTP/1.1 200"):
+    return body if head.startswith(b"HTTP/1.1 200") else None
+
+
+async def _fetch(port: int, path: str) -> dict[str, Any] | None:
+    body = await get(port, path)
+    if body is None:
         return None
     try:
         answer = json.loads(body)
