@@ -13,6 +13,12 @@ reported.  ``--streaming`` measures ``ModelStreamInfer`` instead of unary
 runs: compare ratios from one run, not absolute numbers across runs.
 
     python benchmarks/grpc_bench.py [--rounds 3] [--interval 3000] [--concurrency 1 8 32]
+                                    [--workers 2]
+
+With ``--workers N`` naiad runs N workers.  The kernel spreads connections,
+not requests, over the workers, and a gRPC client multiplexes its calls over
+few connections: how evenly the workers share the load depends on how many
+connections perf_analyzer opens.
 """
 
 from __future__ import annotations
@@ -51,6 +57,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--streaming", action="store_true", help="ModelStreamInfer")
     parser.add_argument("--naiad-only", action="store_true")
+    parser.add_argument("--workers", type=int, default=1, help="naiad serve --workers N")
     parser.add_argument(
         "--transport",
         choices=("naiad", "grpcio"),
@@ -69,7 +76,12 @@ def main() -> int:
             port = free_port()
             servers["naiad"] = (
                 start_naiad(
-                    naiad_repo, port, Path(tmp) / "naiad.log", "grpc", grpc_transport=args.transport
+                    naiad_repo,
+                    port,
+                    Path(tmp) / "naiad.log",
+                    "grpc",
+                    grpc_transport=args.transport,
+                    workers=args.workers,
                 ),
                 port,
             )

@@ -13,6 +13,14 @@ statistics extension reports the whole server).
     python benchmarks/workers_bench.py [--workers 1 2] [--concurrency 1 8 32] [--rounds 3]
 
 On the lent 16-core machine: ``--workers 1 2 4 8 16`` for the scaling curve.
+
+Two more rows, naiad only, show what several workers change for Triton's
+scheduling: ``identity_batched`` (the same model with a dynamic batcher) at
+the highest concurrency, with the batch sizes the batcher reached (from the
+statistics extension, summed over the workers), and ``acc_seq`` (a sequence
+model with implicit state) where every request is a one-step sequence with a
+new correlation id, so with N workers (N-1)/N of them are passed to the
+worker that owns their sequence.
 """
 
 from __future__ import annotations
@@ -25,6 +33,7 @@ import statistics
 import subprocess
 import sys
 import tempfile
+import urllib.request
 from pathlib import Path
 
 from common import (
@@ -43,9 +52,48 @@ BODY = {
 }
 
 
-def wrk(port: int, concurrency: int, seconds: int, script: Path) -> float:
+#: One-step sequences, each with a correlation id of its own (wrk's Lua API).
+SEQUENCE_SCRIPT = """
+wrk.method = "POST"
+wrk.headers["Content-Type"] = "application/json"
+local n = 0
+request = function()
+  n = n + 1
+  local body = '{"parameters": {"sequence_id": ' .. n .. ', "sequence_start": true, ' ..
+    '"sequence_end": true}, "inputs": [{"name": "INPUT", "shape": [1, 1], ' ..
+    '"datatype": "INT32", "data": [1]}]}'
+  return wrk.format(nil, nil, nil, body)
+end
+"""
+
+
+def add_scheduling_models(repo: Path) -> None:
+    """``identity_batched`` and ``acc_seq`` (see the module's docstring)."""
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
+    from scheduling.sequence_models import acc_state
+
+    batched = repo / "identity_batched"
+    shutil.copytree(repo / "identity_fp32", batched)
+    config = (batched / "config.pbtxt").read_text().replace("identity_fp32", "identity_batched")
+    (batched / "config.pbtxt").write_text(config + "dynamic_batching { }\n")
+    acc_state(repo, "acc_seq")
+
+
+def batch_sizes(port: int, model: str) -> str:
+    """The batch sizes the model ran, as ``size:executions``, and their mean."""
+    url = f"http://127.0.0.1:{port}/v2/models/{model}/stats"
+    with urllib.request.urlopen(url, timeout=30) as reply:
+        stats = json.loads(reply.read())["model_stats"][0]
+    runs = {b["batch_size"]: b["compute_infer"]["count"] for b in stats["batch_stats"]}
+    mean = int(stats["inference_count"]) / max(int(stats["execution_count"]), 1)
+    return f"mean {mean:.2f} ({', '.join(f'{k}:{v}' for k, v in sorted(runs.items()))})"
+
+
+def wrk(
+    port: int, concurrency: int, seconds: int, script: Path, model: str = "identity_fp32"
+) -> float:
     """Requests per second that ``wrk`` reached; every answer must be a 200."""
-    url = f"http://127.0.0.1:{port}/v2/models/identity_fp32/infer"
+    url = f"http://127.0.0.1:{port}/v2/models/{model}/infer"
     command = ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "-s", str(script), url]
     out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
     if "Non-2xx" in out:
@@ -66,6 +114,9 @@ def main() -> int:
     results: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="naiad-workers-") as tmp:
         naiad_repo, triton_repo = build_repositories(Path(tmp))
+        add_scheduling_models(naiad_repo)
+        sequence_script = Path(tmp) / "sequence.lua"
+        sequence_script.write_text(SEQUENCE_SCRIPT)
         script = Path(tmp) / "post.lua"
         script.write_text(
             'wrk.method = "POST"\nwrk.headers["Content-Type"] = "application/json"\n'
@@ -88,6 +139,16 @@ def main() -> int:
                         rate = wrk(servers[name][1], c, args.seconds, script)
                         results.setdefault((name, c), []).append(rate)
                         print(f"round {rnd + 1} {name:9} c={c:<3} {rate:9.1f} infer/s", flush=True)
+                c = max(args.concurrency)
+                for name in round_order([n for n in servers if n != "triton"], rnd):
+                    port = servers[name][1]
+                    for model, lua in (("identity_batched", script), ("acc_seq", sequence_script)):
+                        rate = wrk(port, c, args.seconds, lua, model)
+                        results.setdefault((f"{name} {model}", c), []).append(rate)
+                        print(f"round {rnd + 1} {name:9} {model} c={c:<3} {rate:9.1f} infer/s",
+                              flush=True)  # fmt: skip
+            sizes = {n: batch_sizes(servers[n][1], "identity_batched") for n in servers
+                     if n != "triton"}  # fmt: skip
         finally:
             stop(proc for proc, _ in servers.values())
     names = list(servers)
@@ -103,6 +164,13 @@ def main() -> int:
         if "triton" in med:
             cells += [f"{med[n] / med['triton']:.2f}" for n in names if n != "triton"]
         print(f"| {c} | " + " | ".join(cells) + " |")
+    c = max(args.concurrency)
+    print(f"\n| c={c} | infer/s identity_batched | batch sizes reached | infer/s acc_seq |")
+    for name in names:
+        if name != "triton":
+            batched = statistics.median(results[(f"{name} identity_batched", c)])
+            sequences = statistics.median(results[(f"{name} acc_seq", c)])
+            print(f"| {name} | {batched:.0f} | {sizes[name]} | {sequences:.0f} |")
     return 0
 
 

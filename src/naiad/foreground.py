@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING
 from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
 from naiad.engine.options import ServerOptions, flag_of
+from naiad.engine.peers import Cluster
 from naiad.repository.sources import is_url
 
 if TYPE_CHECKING:
-    from naiad.server import Server
+    pass
 
 log = logging.getLogger("naiad")
 
@@ -74,6 +75,7 @@ async def serve(options: ServerOptions) -> int:
     )
     server = Server(options=options)
     server.dataplane.peers = _worker_peers(options)
+    server.dataplane.cluster = Cluster.from_environment(server.dataplane)
     try:
         with reserved(options):  # a port in use fails here, before any model loads
             await server.dataplane.start()
@@ -104,11 +106,6 @@ async def serve(options: ServerOptions) -> int:
         await server.stop_async(0)
         return 1
     server.dataplane.started = True
-    problem = _worker_problem(server)
-    if problem:
-        log.error("%s", problem)
-        await server.stop_async(0)
-        return 1
     supervisor = os.getppid()  # before it hears from us: it may die the moment it does
     orphan = (
         asyncio.create_task(_exit_with_supervisor(supervisor, stop)) if _tell_supervisor() else None
@@ -132,24 +129,6 @@ def _worker_peers(options: ServerOptions) -> tuple[int, ...]:
 
     ports = (int(p) for p in os.environ.get(PEERS, "").split(",") if p)
     return tuple(p for p in ports if p != options.metrics_port)
-
-
-def _worker_problem(server: Server) -> str:
-    """As one of several workers (``--workers``): a loaded model the workers cannot serve
-    as one server would, or ""."""
-    from naiad.workers import COUNT
-
-    if int(os.environ.get(COUNT, "1")) < 2:
-        return ""
-    for entry in server.dataplane.registry.models.values():
-        for version in entry.versions.values():
-            if version.config is not None and version.config.HasField("sequence_batching"):
-                return (
-                    f"model '{entry.name}' uses the sequence batcher: with --workers above 1 a "
-                    "sequence's requests could reach different workers, which hold their state "
-                    "apart; serve it with one worker for now"
-                )
-    return ""
 
 
 def _tell_supervisor() -> bool:

@@ -14,10 +14,10 @@ changes).  The supervisor
 - serves the metrics port with the sum of the workers' metrics;
 - on SIGINT/SIGTERM lets every worker drain as one server does.
 
-What one process would keep consistent and N cannot yet is refused at
-start-up rather than served wrongly: explicit model control (a load would
-reach one worker) and sequence-batched models (a sequence's requests may
-arrive at different workers).
+The workers keep one server's semantics among themselves over Unix sockets
+in a private folder (:mod:`naiad.engine.peers.cluster`): a sequence's
+requests go to the worker that holds it, and model loads, shared-memory
+registrations and settings reach every worker before the call returns.
 """
 
 from __future__ import annotations
@@ -26,10 +26,12 @@ import asyncio
 import contextlib
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -37,14 +39,13 @@ from typing import Any
 
 from naiad.engine import peers
 from naiad.engine.options import ServerOptions
+from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX
 from naiad.metrics.aggregate import sum_expositions
 
 log = logging.getLogger("naiad")
 
 #: A worker tells the supervisor it serves by writing to this inherited descriptor.
 READY_FD = "NAIAD_WORKER_READY_FD"
-#: How many workers serve the ports (a worker refuses what N processes cannot serve).
-COUNT = "NAIAD_WORKERS"
 #: Every worker's private metrics port, where each serves its own statistics to the others.
 PEERS = "NAIAD_WORKER_PEERS"
 #: A worker that dies this soon after it started, this many times running, is not restarted.
@@ -68,24 +69,15 @@ def run(options: ServerOptions, argv: Sequence[str]) -> int:
     from naiad import logs
 
     logs.configure(options.log_verbose, options.log_format, options.log_file)
-    problem = refusal(options)
-    if problem:
-        log.error("%s", problem)
-        return 1
-    return asyncio.run(supervise(options, list(argv)))
+    # Only this user may enter it, so the workers may trust what comes through it.
+    folder = tempfile.mkdtemp(prefix="naiad-workers-")
+    try:
+        return asyncio.run(supervise(options, list(argv), folder))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
-def refusal(options: ServerOptions) -> str:
-    """Why ``options`` cannot be served by several workers, or ""."""
-    if options.model_control_mode == "explicit":
-        return (
-            f"--workers {options.workers} with --model-control-mode explicit: a load or unload "
-            "would reach one worker only; use one worker (or poll mode) for now"
-        )
-    return ""
-
-
-async def supervise(options: ServerOptions, argv: list[str]) -> int:
+async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int:
     held = _hold_ports(options)  # a port in use fails here; port 0 becomes a real one
     if isinstance(held, str):
         log.error("%s", held)
@@ -103,6 +95,7 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
         "--metrics-address=127.0.0.1",
     ]
     peer_ports = ",".join(str(w.metrics_port) for w in workers)
+    env = {COUNT: str(len(workers)), DIRECTORY: folder, PEERS: peer_ports}
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -118,8 +111,8 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
                 )
                 return 1
         for worker in workers:
-            _start(worker, command, peer_ports)
-        watching = [asyncio.create_task(_watch(w, command, peer_ports, stop)) for w in workers]
+            _start(worker, command, env)
+        watching = [asyncio.create_task(_watch(w, command, env, stop)) for w in workers]
         waits: list[asyncio.Future[Any]] = [
             asyncio.gather(*(w.ready.wait() for w in workers)),
             asyncio.ensure_future(stop.wait()),
@@ -154,12 +147,11 @@ async def supervise(options: ServerOptions, argv: list[str]) -> int:
             sock.close()
 
 
-def _start(worker: Worker, command: list[str], peer_ports: str) -> None:
+def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
     read, write = os.pipe()
     args = [sys.executable, "-m", "naiad", *command, f"--metrics-port={worker.metrics_port}"]
-    count = str(peer_ports.count(",") + 1)
-    env = dict(os.environ, **{READY_FD: str(write), COUNT: count, PEERS: peer_ports})
-    worker.process = subprocess.Popen(args, env=env, pass_fds=(write,))
+    mine = {READY_FD: str(write), INDEX: str(worker.index)}
+    worker.process = subprocess.Popen(args, env={**os.environ, **env, **mine}, pass_fds=(write,))
     os.close(write)
     worker.started = time.monotonic()
     worker.ready.clear()
@@ -175,7 +167,9 @@ def _on_ready(worker: Worker, fd: int) -> None:
         worker.ready.set()
 
 
-async def _watch(worker: Worker, command: list[str], peer_ports: str, stop: asyncio.Event) -> int:
+async def _watch(
+    worker: Worker, command: list[str], env: dict[str, str], stop: asyncio.Event
+) -> int:
     """Restart ``worker`` whenever it dies while the server runs; its exit code if it
     fails to start (or crash-loops), 0 when the server stops."""
     while True:
@@ -198,7 +192,7 @@ async def _watch(worker: Worker, command: list[str], peer_ports: str, stop: asyn
             worker.process.pid,
             code,
         )
-        _start(worker, command, peer_ports)
+        _start(worker, command, env)
 
 
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:

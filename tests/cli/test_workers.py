@@ -2,87 +2,22 @@
 
 from __future__ import annotations
 
-import contextlib
 import http.client
 import json
-import os
 import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
-import psutil
 import pytest
 import tritonclient.grpc as grpcclient
-from scheduling.sequence_models import acc_state
 from support import onnx_models
 from support.onnx_models import write_config
+from support.workers import DEADLINE_S, Served, gone, infer
 
 pytestmark = pytest.mark.e2e
-
-#: Generous: two servers start on a busy two-core machine.
-DEADLINE_S = 120
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
-class Served:
-    """A ``naiad serve --workers 2`` process and what its log says."""
-
-    def __init__(self, repo: Path, *extra: str) -> None:
-        self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-             "--workers", "2", f"--http-port={self.http}", f"--grpc-port={self.grpc}",
-             f"--metrics-port={self.metrics}", "--http-address=127.0.0.1",
-             "--grpc-address=127.0.0.1", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-            start_new_session=True,  # its workers share its process group (see stop)
-        )  # fmt: skip
-        self.log: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
-
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line.rstrip())
-
-    def wait_for(self, pattern: str, count: int = 1) -> list[re.Match[str]]:
-        deadline = time.monotonic() + DEADLINE_S
-        while time.monotonic() < deadline:
-            found = [m for line in list(self.log) if (m := re.search(pattern, line))]
-            if len(found) >= count:
-                return found
-            if self.proc.poll() is not None:
-                break
-            time.sleep(0.05)
-        raise AssertionError(f"no {pattern!r} in the log:\n" + "\n".join(self.log))
-
-    def workers(self) -> list[psutil.Process]:
-        return psutil.Process(self.proc.pid).children()
-
-    def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(DEADLINE_S)
-        # Whatever a failed test left running goes too, or the log pipe never closes.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._reader.join(10)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        return code
 
 
 @pytest.fixture
@@ -93,31 +28,6 @@ def served(repo: Path) -> Iterator[Served]:
     server.wait_for(r"2 workers serving HTTP")
     yield server
     server.stop()
-
-
-def _gone(process: psutil.Process) -> bool:
-    """Exited: an orphan's zombie waits for whoever reaps orphans here, which may be slow."""
-    try:
-        return process.status() == psutil.STATUS_ZOMBIE
-    except psutil.NoSuchProcess:
-        return True
-
-
-def _infer(port: int, a: list[float]) -> list[float]:
-    """One request on a connection of its own, so the kernel may pick either worker."""
-    body = json.dumps({"inputs": [
-        {"name": "INPUT0", "shape": [1, 4], "datatype": "FP32", "data": a},
-        {"name": "INPUT1", "shape": [1, 4], "datatype": "FP32", "data": [1.0] * 4},
-    ]})  # fmt: skip
-    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
-    try:
-        conn.request("POST", "/v2/models/add_sub/infer", body)
-        reply = conn.getresponse()
-        assert reply.status == 200, reply.read()
-        outputs = {o["name"]: o["data"] for o in json.loads(reply.read())["outputs"]}
-        return outputs["OUTPUT0"]
-    finally:
-        conn.close()
 
 
 def _scrape(port: int) -> str:
@@ -139,7 +49,7 @@ def _successes(text: str) -> int:
 def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(served):
     assert len(served.workers()) == 2
     for i in range(60):
-        assert _infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
+        assert infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc}")
     tensors = [grpcclient.InferInput(n, [1, 4], "FP32") for n in ("INPUT0", "INPUT1")]
     for tensor in tensors:
@@ -177,7 +87,7 @@ def test_a_killed_worker_is_replaced_while_the_other_serves(served):
     for i in range(20):
         for _attempt in range(3):
             try:
-                assert _infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
+                assert infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
                 break
             except (ConnectionError, http.client.HTTPException):
                 continue
@@ -194,7 +104,7 @@ def test_a_killed_worker_is_replaced_while_the_other_serves(served):
 def test_sigterm_drains_every_worker(served):
     workers = served.workers()
     assert served.stop() == 0
-    assert all(_gone(w) for w in workers)
+    assert all(gone(w) for w in workers)
     assert "Traceback" not in "\n".join(served.log)
 
 
@@ -202,24 +112,11 @@ def test_workers_of_a_killed_supervisor_stop_by_themselves(served):
     workers = served.workers()
     served.proc.kill()
     deadline = time.monotonic() + DEADLINE_S
-    while not all(_gone(w) for w in workers):
+    while not all(gone(w) for w in workers):
         assert time.monotonic() < deadline, "workers outlived their supervisor:\n" + "\n".join(
             served.log
         )
         time.sleep(0.1)
-
-
-def test_what_several_workers_cannot_serve_is_refused_at_start(repo):
-    explicit = Served(repo, "--model-control-mode=explicit")
-    assert explicit.proc.wait(DEADLINE_S) == 1
-    explicit.stop()
-    assert any("--model-control-mode explicit" in line for line in explicit.log), explicit.log
-
-    acc_state(repo)
-    sequences = Served(repo)
-    assert sequences.proc.wait(DEADLINE_S) == 1
-    sequences.stop()
-    assert any("uses the sequence batcher" in line for line in sequences.log), sequences.log
 
 
 def test_a_metrics_port_in_use_is_one_line_and_no_worker_starts(repo):

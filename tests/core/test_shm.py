@@ -353,7 +353,7 @@ async def test_dataplane_infers_from_and_into_regions(repo: Path, make_shm: Make
     await dp.start()
     try:
         key = make_shm(256)
-        dp.shm_register("system", "io", key=key, offset=0, byte_size=256)
+        await dp.shm_register("system", "io", key=key, offset=0, byte_size=256)
         a, b = np.arange(16, dtype=np.int32), np.full(16, 2, np.int32)
         fill(key, a.tobytes() + b.tobytes())
         request = InferenceRequest(
@@ -383,7 +383,7 @@ async def test_dataplane_infers_from_and_into_regions(repo: Path, make_shm: Make
         )  # fmt: skip
         with pytest.raises(Internal, match="should be at least 64 bytes"):
             await dp.infer(small)
-        dp.shm_unregister("system")
+        await dp.shm_unregister("system")
         # Inputs were copied out: nothing keeps the object open once it is unregistered.
         assert not held(key)
         assert not mapped(key)

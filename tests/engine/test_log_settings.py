@@ -63,7 +63,7 @@ def test_log_format_changes_the_line_format_live(server_log):
 
 def test_server_log_settings_start_from_the_options(repo, serve):
     server = serve(repo, log_verbose=2, log_format="ISO8601")
-    assert server.dataplane.log_setting() == LogSettingValues(
+    assert server.dataplane.log_settings.snapshot() == LogSettingValues(
         log_file="",
         log_info=True,
         log_warning=True,

@@ -36,6 +36,10 @@ class DataType:
     def __str__(self) -> str:
         return self.name
 
+    def __reduce__(self) -> tuple[object, tuple[str]]:
+        # The one instance per type, also in another process (compared with ``is``).
+        return from_name, (self.name,)
+
 
 def _dt(name: str, enum: int, dtype: object, itemsize: int) -> DataType:
     return DataType(name, enum, np.dtype(dtype), itemsize)  # type: ignore[call-overload]

@@ -41,6 +41,8 @@ if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.core.signature import TensorSpec
     from naiad.engine.options import ServerOptions
+    from naiad.engine.peers import Cluster
+    from naiad.engine.peers.journal import Change
 
 log = logging.getLogger("naiad")
 
@@ -78,6 +80,8 @@ class DataPlane:
         #: With ``--workers``: the other workers' private metrics ports, whose
         #: statistics :meth:`server_statistics` adds to this process's own.
         self.peers: tuple[int, ...] = ()
+        #: With ``--workers``: where sequences are routed and state changes broadcast.
+        self.cluster: Cluster | None = None
         self.system_metrics = SystemMetrics(
             cpu_metrics=options.allow_cpu_metrics,
             gpu_metrics=options.allow_gpu_metrics,
@@ -102,9 +106,13 @@ class DataPlane:
         """Load the start-up models as the model control mode says."""
         # Cached: asyncio.get_running_loop() costs a getpid() system call.
         self.event_loop = asyncio.get_running_loop()
+        if self.cluster is not None:  # before loading: no change the others make is missed
+            await self.cluster.start()
         if self.options.allow_metrics:
             await self.system_metrics.start()
         await self.control.start()
+        if self.cluster is not None:  # a restarted worker: as the others are, before it serves
+            await self.cluster.catch_up()
         self.started = True
 
     async def stop(self, timeout: float | None = None) -> None:
@@ -124,6 +132,8 @@ class DataPlane:
                 for drain in pending:
                     drain.cancel()
         await self.control.close()  # unloads every model
+        if self.cluster is not None:
+            await self.cluster.close()
         self.shm.close()
         await self.system_metrics.close()
         await self.tracer.close()
@@ -234,6 +244,10 @@ class DataPlane:
             raise Unsupported(
                 f"{endpoint} doesn't support models with decoupled transaction policy"
             )
+        if self.cluster is not None:
+            owner = self._sequence_owner(mv, request)
+            if owner is not None:
+                return await self.cluster.infer(owner, request)
         loop = self.event_loop or asyncio.get_running_loop()
         future: asyncio.Future[InferenceResponse] = loop.create_future()
         request.response_sink = self._sink(request, mv, _resolver(future))
@@ -264,6 +278,12 @@ class DataPlane:
         Validation errors are raised before the first response.
         """
         mv = self._admit(request)
+        if self.cluster is not None:
+            owner = self._sequence_owner(mv, request)
+            if owner is not None:
+                async for response in self.cluster.infer_stream(owner, request):
+                    yield response
+                return
         queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
         request.response_sink = self._sink(request, mv, queue.put_nowait)
         self._enqueue(mv, request)
@@ -277,6 +297,19 @@ class DataPlane:
                 yield response
         finally:
             request.cancelled = True
+
+    def _sequence_owner(self, mv: ModelVersion, request: InferenceRequest) -> int | None:
+        """The other worker that holds ``request``'s sequence, or None to run it here."""
+        assert self.cluster is not None
+        sequence = mv.extra.get("sequence")
+        if sequence is None:
+            sequence = mv.extra["sequence"] = mv.config is not None and mv.config.HasField(
+                "sequence_batching"
+            )
+        if not sequence or not request.correlation_id:
+            return None  # the sequence batcher refuses it wherever it runs
+        owner = self.cluster.owner(request.correlation_id)
+        return None if owner == self.cluster.index else owner
 
     def _enqueue(self, mv: ModelVersion, request: InferenceRequest) -> None:
         scheduler = mv.scheduler
@@ -365,31 +398,30 @@ class DataPlane:
     ) -> None:
         """(Re)load ``name``, with a JSON config and ``file:`` contents when given."""
         self._check_model_control()
-        override = None if config_json is None else config_from_json(config_json)
-        await self.control.load(name, override, files)
+        await self._change("load_model", name, config_json, files)
 
     async def unload_model(self, name: str, unload_dependents: bool = False) -> None:
         self._check_model_control()
-        await self.control.unload(name, unload_dependents)
+        await self._change("unload_model", name, unload_dependents)
 
     # -- trace settings -----------------------------------------------------------
 
-    def trace_setting(
+    async def trace_setting(
         self, model: str = "", changes: Mapping[str, Any] | None = None
     ) -> TraceSettingValues:
         """The global or one model's trace settings, after applying ``changes`` if given."""
         if model and not self.model_ready(model, ""):
             raise InvalidArgument(f"Request for unknown model : {model}")
         if changes is not None:
-            self.trace_settings.update(changes, model)
+            await self._change("trace_setting", model, dict(changes))
         return self.trace_settings.snapshot(model)
 
     # -- log settings -------------------------------------------------------------
 
-    def log_setting(self, changes: Mapping[str, Any] | None = None) -> LogSettingValues:
+    async def log_setting(self, changes: Mapping[str, Any] | None = None) -> LogSettingValues:
         """The log settings, after applying ``changes`` (None values ignored) if given."""
         if changes is not None:
-            self.log_settings.update(changes)
+            await self._change("log_setting", dict(changes))
         return self.log_settings.snapshot()
 
     # -- shared memory ------------------------------------------------------------
@@ -408,21 +440,52 @@ class DataPlane:
                 f"'region name' is necessary to register {kind} shared memory region"
             )
 
-    def shm_register(self, kind: str, name: str, **fields: Any) -> None:
+    async def shm_register(self, kind: str, name: str, **fields: Any) -> None:
         """Register a region: ``key, offset, byte_size`` (system) or
         ``raw_handle, device_id, byte_size`` (cuda, ``raw_handle`` the 64 raw bytes)."""
-        if kind == "cuda":
-            self.shm.register_cuda(
-                name, fields["raw_handle"], fields["device_id"], fields["byte_size"]
-            )
-        else:
-            self.shm.register_system(
-                name, fields["key"], fields.get("offset", 0), fields["byte_size"]
-            )
+        await self._change("shm_register", kind, name, fields)
 
-    def shm_unregister(self, kind: str, name: str = "") -> None:
+    async def shm_unregister(self, kind: str, name: str = "") -> None:
         """Unregister ``name`` (unknown: no-op), or every region of ``kind`` when empty."""
-        self.shm.unregister(kind, name)
+        await self._change("shm_unregister", kind, name)
+
+    # -- changes to the server's state ---------------------------------------------
+
+    async def _change(self, method: str, *args: Any) -> None:
+        """Apply a change here, or with ``--workers`` on every worker, in one order."""
+        if self.cluster is None:
+            await self.apply_here((method, args))
+        else:
+            await self.cluster.change((method, args))
+
+    async def apply_here(self, change: Change) -> None:
+        """Apply a change to this process's state (see :mod:`naiad.engine.peers.journal`)."""
+        method, args = change
+        if method == "load_model":
+            name, config_json, files = args
+            override = None if config_json is None else config_from_json(config_json)
+            await self.control.load(name, override, files)
+        elif method == "unload_model":
+            await self.control.unload(*args)
+        elif method == "shm_register":
+            kind, name, fields = args
+            if kind == "cuda":
+                self.shm.register_cuda(
+                    name, fields["raw_handle"], fields["device_id"], fields["byte_size"]
+                )
+            else:
+                self.shm.register_system(
+                    name, fields["key"], fields.get("offset", 0), fields["byte_size"]
+                )
+        elif method == "shm_unregister":
+            self.shm.unregister(*args)
+        elif method == "trace_setting":
+            model, changes = args
+            self.trace_settings.update(changes, model)
+        elif method == "log_setting":
+            self.log_settings.update(args[0])
+        else:
+            raise ValueError(f"not a state change: {method}")
 
 
 def _tensor_metadata(

@@ -110,20 +110,20 @@ class EmbeddedClient(Client):
     # -- trace and log settings ----------------------------------------------------------------
 
     async def get_trace_settings(self, model_name: str) -> dict[str, Any]:
-        return render.trace_settings(self.dp.trace_setting(model_name))
+        return render.trace_settings(await self.dp.trace_setting(model_name))
 
     async def update_trace_settings(
         self, model_name: str, settings: dict[str, Any]
     ) -> dict[str, Any]:
         # The REST body's types: what a JSON round trip would leave of the values.
         changes = json.loads(json.dumps(settings))
-        return render.trace_settings(self.dp.trace_setting(model_name, changes))
+        return render.trace_settings(await self.dp.trace_setting(model_name, changes))
 
     async def get_log_settings(self) -> dict[str, Any]:
-        return render.log_settings(self.dp.log_setting())
+        return render.log_settings(await self.dp.log_setting())
 
     async def update_log_settings(self, settings: dict[str, Any]) -> dict[str, Any]:
-        return render.log_settings(self.dp.log_setting(json.loads(json.dumps(settings))))
+        return render.log_settings(await self.dp.log_setting(json.loads(json.dumps(settings))))
 
     # -- system shared memory --------------------------------------------------------------------
 
@@ -133,10 +133,10 @@ class EmbeddedClient(Client):
     async def register_system_shared_memory(
         self, name: str, key: str, byte_size: int, offset: int
     ) -> None:
-        self.dp.shm_register("system", name, key=key, offset=offset, byte_size=byte_size)
+        await self.dp.shm_register("system", name, key=key, offset=offset, byte_size=byte_size)
 
     async def unregister_system_shared_memory(self, name: str) -> None:
-        self.dp.shm_unregister("system", name)
+        await self.dp.shm_unregister("system", name)
 
 
 def _request(call: Call) -> InferenceRequest:

@@ -98,18 +98,20 @@ def system_shm_status(
     return render.system_shm_status(dp.shm_status("system", msg.name))
 
 
-def system_shm_register(
+async def system_shm_register(
     dp: DataPlane, msg: pb.SystemSharedMemoryRegisterRequest
 ) -> pb.SystemSharedMemoryRegisterResponse:
     dp.check_shm_region_name("system", msg.name)
-    dp.shm_register("system", msg.name, key=msg.key, offset=msg.offset, byte_size=msg.byte_size)
+    await dp.shm_register(
+        "system", msg.name, key=msg.key, offset=msg.offset, byte_size=msg.byte_size
+    )
     return pb.SystemSharedMemoryRegisterResponse()
 
 
-def system_shm_unregister(
+async def system_shm_unregister(
     dp: DataPlane, msg: pb.SystemSharedMemoryUnregisterRequest
 ) -> pb.SystemSharedMemoryUnregisterResponse:
-    dp.shm_unregister("system", msg.name)
+    await dp.shm_unregister("system", msg.name)
     return pb.SystemSharedMemoryUnregisterResponse()
 
 
@@ -119,13 +121,13 @@ def cuda_shm_status(
     return render.cuda_shm_status(dp.shm_status("cuda", msg.name))
 
 
-def cuda_shm_register(
+async def cuda_shm_register(
     dp: DataPlane, msg: pb.CudaSharedMemoryRegisterRequest
 ) -> pb.CudaSharedMemoryRegisterResponse:
     dp.check_shm_region_name("cuda", msg.name)
     if len(msg.raw_handle) != 64:
         raise InvalidArgument("'raw_handle' must be a valid cudaIpcMemHandle_t (64 bytes)")
-    dp.shm_register(
+    await dp.shm_register(
         "cuda",
         msg.name,
         raw_handle=msg.raw_handle,
@@ -135,17 +137,17 @@ def cuda_shm_register(
     return pb.CudaSharedMemoryRegisterResponse()
 
 
-def cuda_shm_unregister(
+async def cuda_shm_unregister(
     dp: DataPlane, msg: pb.CudaSharedMemoryUnregisterRequest
 ) -> pb.CudaSharedMemoryUnregisterResponse:
-    dp.shm_unregister("cuda", msg.name)
+    await dp.shm_unregister("cuda", msg.name)
     return pb.CudaSharedMemoryUnregisterResponse()
 
 
 # -- trace and log settings ----------------------------------------------------------------
 
 
-def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSettingResponse:
+async def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSettingResponse:
     changes: dict[str, Any] | None = None
     if msg.settings:
         changes = {}
@@ -159,14 +161,14 @@ def trace_setting(dp: DataPlane, msg: pb.TraceSettingRequest) -> pb.TraceSetting
                 raise InvalidArgument(f"expect only 1 value for '{key}'")
             else:
                 changes[key] = given[0]
-    return render.trace_settings(dp.trace_setting(msg.model_name, changes))
+    return render.trace_settings(await dp.trace_setting(msg.model_name, changes))
 
 
-def log_settings(dp: DataPlane, msg: pb.LogSettingsRequest) -> pb.LogSettingsResponse:
+async def log_settings(dp: DataPlane, msg: pb.LogSettingsRequest) -> pb.LogSettingsResponse:
     changes: dict[str, Any] | None = None
     if msg.settings:
         changes = {key: _log_value(value) for key, value in msg.settings.items()}
-    return render.log_settings(dp.log_setting(changes))
+    return render.log_settings(await dp.log_setting(changes))
 
 
 def _log_value(setting: pb.LogSettingsRequest.SettingValue) -> bool | int | str | None:

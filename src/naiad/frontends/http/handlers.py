@@ -123,7 +123,7 @@ def shm_status(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
     return json_response(dumps(render.shm_status(dp.shm_status(kind, region))))
 
 
-def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
+async def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
     dp.check_shm_region_name(kind, region)
     doc = _json_body(req)
     if kind == "system":
@@ -134,7 +134,7 @@ def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Respons
         key, offset, size = doc["key"], doc.get("offset", 0), doc["byte_size"]
         if not isinstance(key, str):
             raise InvalidArgument("Shared memory register request 'key' must be a string")
-        dp.shm_register(
+        await dp.shm_register(
             kind,
             region,
             key=key,
@@ -154,7 +154,7 @@ def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Respons
         for field in ("device_id", "byte_size"):
             if field not in doc:
                 raise InvalidArgument(f"Shared memory register request has no '{field}' field")
-        dp.shm_register(
+        await dp.shm_register(
             kind,
             region,
             raw_handle=raw,
@@ -164,8 +164,8 @@ def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> Respons
     return empty_response(json_type=True)
 
 
-def shm_unregister(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
-    dp.shm_unregister(kind, region)
+async def shm_unregister(dp: DataPlane, req: Request, kind: str, region: str) -> Response:
+    await dp.shm_unregister(kind, region)
     return empty_response(json_type=True)
 
 
@@ -180,16 +180,16 @@ def _uint(value: Any, what: str) -> int:
 # -- trace and logging ----------------------------------------------------------------
 
 
-def trace(dp: DataPlane, req: Request) -> Response:
+async def trace(dp: DataPlane, req: Request) -> Response:
     changes = None if req.method == "GET" else _json_body(req)
-    return json_response(dumps(render.trace_settings(dp.trace_setting("", changes))))
+    return json_response(dumps(render.trace_settings(await dp.trace_setting("", changes))))
 
 
-def model_trace(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+async def model_trace(dp: DataPlane, req: Request, name: str, version: str) -> Response:
     changes = None if req.method == "GET" else _json_body(req)
-    return json_response(dumps(render.trace_settings(dp.trace_setting(name, changes))))
+    return json_response(dumps(render.trace_settings(await dp.trace_setting(name, changes))))
 
 
-def logging(dp: DataPlane, req: Request) -> Response:
+async def logging(dp: DataPlane, req: Request) -> Response:
     changes = None if req.method == "GET" else _json_body(req)
-    return json_response(dumps(render.log_settings(dp.log_setting(changes))))
+    return json_response(dumps(render.log_settings(await dp.log_setting(changes))))

@@ -1,0 +1,99 @@
+"""Calls between workers over a Unix socket: results, streams, errors, a peer that goes."""
+
+from __future__ import annotations
+
+import asyncio
+import pickle
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+
+from naiad.core import datatypes
+from naiad.core.errors import InvalidArgument, Kind, Unavailable
+from naiad.core.types import InferenceResponse, OutputTensor
+from naiad.engine.peers.link import Link, Listener, PeerGone
+
+pytestmark = pytest.mark.unit
+
+
+class Peer:
+    """What the listener serves: each method one kind of answer."""
+
+    def __init__(self) -> None:
+        self.cancelled = asyncio.Event()
+
+    def serve(self, method: str, args: tuple[Any, ...]) -> Any:
+        return getattr(self, method)(*args)
+
+    async def double(self, array: np.ndarray) -> InferenceResponse:
+        return InferenceResponse("m", 1, outputs=[
+            OutputTensor("OUT", datatypes.FP32, array.shape, array * 2)
+        ])  # fmt: skip
+
+    async def count(self, n: int) -> AsyncIterator[int]:
+        for i in range(n):
+            yield i
+
+    async def refuse(self) -> None:
+        raise InvalidArgument("no such input 'X'")
+
+    async def crash(self) -> None:
+        raise RuntimeError("a bug")
+
+    async def hang(self) -> None:
+        try:
+            await asyncio.sleep(3600)
+        finally:
+            self.cancelled.set()
+
+
+@pytest.fixture
+async def linked(tmp_path: Path) -> AsyncIterator[tuple[Peer, Listener, Link]]:
+    peer = Peer()
+    listener = Listener(str(tmp_path / "0.sock"), peer.serve)
+    await listener.start()
+    link = Link(str(tmp_path / "0.sock"), "worker 0")
+    yield peer, listener, link
+    await link.close()
+    await listener.close()
+
+
+async def test_results_streams_and_errors_cross_as_they_were(linked):
+    _, _, link = linked
+    answers = await asyncio.gather(*(link.call("double", np.full(3, i, np.float32))
+                                     for i in range(5)))  # fmt: skip
+    assert [a.outputs[0].data.tolist() for a in answers] == [[2.0 * i] * 3 for i in range(5)]
+    assert answers[0].outputs[0].datatype is datatypes.FP32  # the one instance, as in-process
+    assert [i async for i in link.stream("count", 4)] == [0, 1, 2, 3]
+    with pytest.raises(InvalidArgument, match="no such input 'X'"):
+        await link.call("refuse")
+    with pytest.raises(Exception, match="RuntimeError: a bug") as caught:
+        await link.call("crash")
+    assert caught.value.kind is Kind.INTERNAL
+    assert await link.call("double", np.ones(1, np.float32))  # the connection survived
+
+
+async def test_a_caller_that_gives_up_cancels_the_peers_work(linked):
+    peer, _, link = linked
+    with pytest.raises(asyncio.TimeoutError):
+        await asyncio.wait_for(link.call("hang"), 0.2)
+    await asyncio.wait_for(peer.cancelled.wait(), 5)
+
+
+async def test_a_peer_that_is_not_there_or_goes_is_peer_gone(linked, tmp_path):
+    _, listener, link = linked
+    with pytest.raises(PeerGone, match="worker 7 is not serving"):
+        await Link(str(tmp_path / "7.sock"), "worker 7").call("double", np.ones(1))
+    waiting = asyncio.ensure_future(link.call("hang"))
+    await asyncio.sleep(0.1)
+    await listener.close()
+    with pytest.raises(PeerGone, match="worker 0 stopped before it answered"):
+        await waiting
+    assert issubclass(PeerGone, Unavailable)
+
+
+def test_datatypes_unpickle_as_the_same_instance():
+    assert pickle.loads(pickle.dumps(datatypes.BYTES)) is datatypes.BYTES
