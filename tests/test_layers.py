@@ -24,6 +24,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 LAYERS: list[set[str]] = [
     {"naiad", "naiad.__main__", "naiad.integrations"},
     {"naiad.cli"},
+    {"naiad.tools"},
     {"naiad.runner"},
     {"naiad.server", "naiad.foreground", "naiad.workers"},
     {"naiad.loop_thread"},

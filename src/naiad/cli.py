@@ -1,4 +1,5 @@
-"""The ``naiad`` command: ``serve`` a model repository, ``check`` one for problems.
+"""The ``naiad`` command: ``serve`` a model repository, ``check`` one for problems,
+and the tools (``perf``, ``analyze``, ``optimize``: :mod:`naiad.tools`).
 
 Option names are Triton's where Triton has one, so existing launch scripts
 carry over (``--model-repository``, ``--http-port``, ``--load-model``, ...).
@@ -11,12 +12,14 @@ subcommands to them.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sys
 from collections.abc import Sequence
 from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.engine.flags import add_flag, add_serve_flags, options_from_args
+from naiad.tools import COMMANDS
 
 DESCRIPTION = (
     "A Triton-compatible inference server. 'naiad serve' serves model repositories over "
@@ -46,6 +49,18 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a model repository and print every problem")
     check.add_argument("repositories", nargs="+", metavar="REPO")
     add_flag(check, "disable_auto_complete_config")
+
+    for name, module_name in COMMANDS.items():
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            if exc.name is None or not exc.name.startswith("naiad.tools"):
+                raise
+            continue  # a tool not in this build
+        tool = sub.add_parser(name, help=module.HELP, description=module.__doc__,
+                              formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+        module.add_arguments(tool)
+        tool.set_defaults(tool=module)
     return parser
 
 
@@ -63,6 +78,8 @@ def check(repositories: list[str], disable_auto_complete: bool) -> int:
 
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
+    if getattr(args, "tool", None) is not None:
+        return int(args.tool.run(args))
     if args.command == "check":
         return check(args.repositories, args.disable_auto_complete_config)
     options = options_from_args(args)
