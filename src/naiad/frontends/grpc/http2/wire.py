@@ -101,7 +101,7 @@ def goaway(last_stream: int, code: int, debug: bytes = b"") -> bytes:
 # -- HPACK, encoding side ---------------------------------------------------------------
 
 
-def _integer(value: int, prefix_bits: int, first: int) -> bytes:
+def integer(value: int, prefix_bits: int, first: int) -> bytes:
     """RFC 7541 §5.1 integer with an ``prefix_bits``-bit prefix; ``first`` holds the high bits."""
     limit = (1 << prefix_bits) - 1
     if value < limit:
@@ -117,7 +117,7 @@ def _integer(value: int, prefix_bits: int, first: int) -> bytes:
 
 def literal(name: bytes, value: bytes) -> bytes:
     """A header field as a literal never indexed by the peer, name and value as raw octets."""
-    return b"\x00" + _integer(len(name), 7, 0) + name + _integer(len(value), 7, 0) + value
+    return b"\x00" + integer(len(name), 7, 0) + name + integer(len(value), 7, 0) + value
 
 
 STATUS_200 = b"\x88"  # static table entry 8, ":status: 200"
@@ -126,7 +126,7 @@ DEFAULT_TABLE_SIZE = 4096
 
 def table_size_update(size: int) -> bytes:
     """RFC 7541 §6.3: the encoder's dynamic table is now ``size`` octets."""
-    return _integer(size, 5, 0x20)
+    return integer(size, 5, 0x20)
 
 
 # -- gRPC -------------------------------------------------------------------------------
