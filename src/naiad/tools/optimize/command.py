@@ -33,7 +33,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     what.add_argument("model", nargs="?", metavar="MODEL", help="a model of --model-repository")
     what.add_argument("--model-repository", metavar="R", help="the model repository (local folder)")
     what.add_argument(
-        "--version", type=int, help="the model version to start from (default: highest)"
+        "--version",
+        type=int,
+        metavar="V",
+        help="the model version to start from (default: highest)",
     )
     what.add_argument("--onnx", metavar="FILE", help="an ONNX file instead of a repository model")
     what.add_argument("--torch", metavar="FILE|PY:FACTORY",
@@ -47,7 +50,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--quantize", choices=("dynamic", "static"), help="INT8 quantisation")
     how.add_argument("--calibration-data", metavar="FILE",
                      help="inputs for --quantize static: perf_analyzer JSON input data or .npz")  # fmt: skip
-    how.add_argument("--opset", type=int, help="ONNX opset of a --torch export (default 17)")
+    how.add_argument(
+        "--opset", type=int, metavar="N", help="ONNX opset of a --torch export (default 17)"
+    )
     how.add_argument("--datatype", action="append", default=[], metavar="NAME:TYPE",
                      help="a --torch input's datatype (default FP32)")  # fmt: skip
     how.add_argument("--output-names", metavar="A,B",
@@ -61,7 +66,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="write a new model NAME (version 1) into --model-repository")  # fmt: skip
     where.add_argument("--output-version", type=int, metavar="N",
                        help="the new version's number (default: the next free one)")  # fmt: skip
-    where.add_argument("--max-batch-size", type=int, default=8,
+    where.add_argument("--max-batch-size", metavar="N", type=int, default=8,
                        help="max_batch_size of the config written for --torch (default 8)")  # fmt: skip
     where.add_argument("--report", metavar="FILE", help="also write the report as JSON")
 
@@ -71,14 +76,16 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "dimensions open (as perf_analyzer's --shape; open dims default to 1)")  # fmt: skip
     check.add_argument("--input-data", metavar="FILE",
                        help="sample inputs: perf_analyzer JSON input data or .npz (default random)")  # fmt: skip
-    check.add_argument("--samples", type=_positive, default=16,
+    check.add_argument("--samples", metavar="N", type=_positive, default=16,
                        help="random sample requests for the drift check (default 16)")  # fmt: skip
-    check.add_argument("--batch-size", type=_positive, default=1,
+    check.add_argument("--batch-size", metavar="N", type=_positive, default=1,
                        help="batch size of random samples (default 1)")  # fmt: skip
-    check.add_argument("--requests", type=_positive, default=200,
+    check.add_argument("--requests", metavar="N", type=_positive, default=200,
                        help="timed requests per version (default 200)")  # fmt: skip
-    check.add_argument("--seed", type=int, default=0, help="seed of the random samples")
-    check.add_argument("--max-drift", type=float, default=1e-3,
+    check.add_argument(
+        "--seed", metavar="N", type=int, default=0, help="seed of the random samples"
+    )
+    check.add_argument("--max-drift", metavar="X", type=float, default=1e-3,
                        help="largest max-abs output difference accepted (default 0.001; "
                        "quantisation needs more)")  # fmt: skip
     check.add_argument("--force", action="store_true", help="write the result whatever its drift")

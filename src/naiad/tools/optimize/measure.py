@@ -98,8 +98,8 @@ def compare(
     requests: int,
 ) -> Comparison:
     """Serve ``repository`` in-process, check drift on the samples, time both versions."""
-    from naiad import Server
     from naiad.core.errors import NaiadError
+    from naiad.server import Server
 
     server = Server(model_repository=repository, log_info=False, log_warning=False)
     try:
