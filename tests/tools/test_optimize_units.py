@@ -139,3 +139,13 @@ def test_without_torch_the_error_names_the_extra(monkeypatch: pytest.MonkeyPatch
     assert (
         str(caught.value) == "torch is not installed; install it with: pip install 'naiad[torch]'"
     )
+
+
+def test_quantisation_runs_between_a_basic_and_the_asked_level() -> None:
+    from naiad.tools.optimize.onnx_flow import _plan
+
+    assert _plan(None, None) == [("extended", None)]
+    assert _plan("all", None) == [("all", None)]
+    assert _plan(None, "dynamic") == [("", "dynamic")]
+    assert _plan("basic", "static") == [("basic", None), ("", "static")]
+    assert _plan("all", "dynamic") == [("basic", None), ("", "dynamic"), ("all", None)]

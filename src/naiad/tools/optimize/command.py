@@ -112,6 +112,8 @@ def run(args: argparse.Namespace) -> int:
             raise OptimizeError(
                 "give one of MODEL (with --model-repository), --onnx FILE or --torch FILE"
             )
+        if args.report and not Path(args.report).parent.is_dir():
+            raise OptimizeError(f"--report {args.report}: folder does not exist")
         if args.torch:
             from naiad.tools.optimize import torch_flow as flow
         else:

@@ -54,6 +54,8 @@ class Drift:
     """How far the candidate's outputs are from the original's, over every sample."""
 
     max_abs_diff: dict[str, float] = field(default_factory=dict)
+    #: The original's largest absolute output value: the scale a difference is read against.
+    max_abs_value: dict[str, float] = field(default_factory=dict)
     #: (rows, rows whose arg-max agrees) of the outputs that look like class scores.
     top1_rows: dict[str, tuple[int, int]] = field(default_factory=dict)
 
@@ -65,6 +67,18 @@ class Drift:
     @property
     def worst(self) -> float:
         return max(self.max_abs_diff.values(), default=0.0)
+
+    def add(self, name: str, expected: np.ndarray, got: np.ndarray) -> None:
+        """Fold one output of one sample in."""
+        diff = output_difference(expected, got)
+        self.max_abs_diff[name] = max(self.max_abs_diff.get(name, 0.0), diff)
+        if expected.dtype.kind in "biuf" and expected.size:
+            scale = float(np.abs(expected.astype(np.float64)).max())
+            self.max_abs_value[name] = max(self.max_abs_value.get(name, 0.0), scale)
+        counts = top1(expected, got)
+        if counts is not None:
+            rows, agree = self.top1_rows.get(name, (0, 0))
+            self.top1_rows[name] = (rows + counts[0], agree + counts[1])
 
 
 @dataclass(frozen=True)
@@ -172,12 +186,7 @@ def _add_drift(drift: Drift, before: dict[str, np.ndarray], after: dict[str, np.
             raise OptimizeError(
                 f"output '{name}' changed shape: {list(expected.shape)} before, {shape} after"
             )
-        diff = output_difference(expected, got)
-        drift.max_abs_diff[name] = max(drift.max_abs_diff.get(name, 0.0), diff)
-        counts = top1(expected, got)
-        if counts is not None:
-            rows, agree = drift.top1_rows.get(name, (0, 0))
-            drift.top1_rows[name] = (rows + counts[0], agree + counts[1])
+        drift.add(name, expected, got)
 
 
 def output_difference(expected: np.ndarray, got: np.ndarray) -> float:

@@ -49,10 +49,8 @@ def run(args: argparse.Namespace) -> Report:
         check_onnx_file(source)
         name = "model"
     targets = _check_targets(args, model, repository, source)
-    level = args.level or (None if args.quantize else DEFAULT_LEVEL)
-    steps = [f"graph optimisation ({level})"] if level else []
-    if args.quantize:
-        steps.append(f"{args.quantize} INT8 quantisation")
+    plan = _plan(args.level, args.quantize)
+    steps = [f"{q} INT8 quantisation" if q else f"graph optimisation ({lv})" for lv, q in plan]
     if args.calibration_data and args.quantize != "static":
         raise OptimizeError("--calibration-data is for --quantize static")
     if args.quantize == "static" and not args.calibration_data:
@@ -63,17 +61,18 @@ def run(args: argparse.Namespace) -> Report:
     with tempfile.TemporaryDirectory(prefix="naiad-optimize-") as scratch:
         work = Path(scratch)
         candidate = source
-        if level:
-            optimize_graph(candidate, work / "optimized.onnx", level)
-            candidate = work / "optimized.onnx"
-        if args.quantize:
-            calibration = None
-            if args.calibration_data:
-                specs = _onnx_specs(candidate, model)
-                check_names("--shape", shapes, specs)
-                calibration = load_samples(Path(args.calibration_data), specs, shapes)
-            quantize(candidate, work / "quantized.onnx", args.quantize, calibration)
-            candidate = work / "quantized.onnx"
+        for i, (level, quantization) in enumerate(plan):
+            step = work / f"step{i}.onnx"
+            if quantization:
+                calibration = None
+                if args.calibration_data:
+                    specs = _onnx_specs(candidate, model)
+                    check_names("--shape", shapes, specs)
+                    calibration = load_samples(Path(args.calibration_data), specs, shapes)
+                quantize(candidate, step, quantization, calibration)
+            else:
+                optimize_graph(candidate, step, level)
+            candidate = step
         report.size_after = candidate.stat().st_size
 
         def samples(specs: list[InputSpec]) -> list[Sample]:
@@ -94,6 +93,22 @@ def run(args: argparse.Namespace) -> Report:
         if report.accepted:
             report.written = [str(_write(args, model, repository, candidate, t)) for t in targets]
     return report
+
+
+def _plan(level: str | None, quantization: str | None) -> list[tuple[str, str | None]]:
+    """The steps, in order: (level, None) rewrites the graph, ("", mode) quantises.
+
+    The quantiser knows only standard ONNX operators, not the fused ones that the
+    extended and all levels introduce, so with both flags the graph is first
+    rewritten at the basic level (ONNX Runtime's recommended pre-processing),
+    quantised, and only then rewritten at the level asked for.
+    """
+    if not quantization:
+        return [(level or DEFAULT_LEVEL, None)]
+    if not level:
+        return [("", quantization)]
+    after = [] if level == "basic" else [(level, None)]
+    return [("basic", None), ("", quantization), *after]
 
 
 def _check_targets(

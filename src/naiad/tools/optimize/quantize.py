@@ -29,14 +29,21 @@ def quantize(
         from onnxruntime import quantization as q
     except ImportError as exc:  # the quantiser imports onnx, which naiad does not need
         raise missing_package(exc.name or "onnx") from None
+    from onnx import TensorProto
+
+    # Tensors made by ONNX Runtime's own fused operators (a model saved by --level
+    # extended or all) have no type the quantiser can infer; they are float.
+    extra = {"DefaultTensorType": TensorProto.FLOAT}
     try:
         with _quiet():
             if mode == "dynamic":
-                q.quantize_dynamic(source, target, weight_type=q.QuantType.QInt8)
+                q.quantize_dynamic(
+                    source, target, weight_type=q.QuantType.QInt8, extra_options=extra
+                )
             else:
                 if not calibration:
                     raise OptimizeError("--quantize static needs --calibration-data FILE")
-                q.quantize_static(source, target, _reader(q, calibration))
+                q.quantize_static(source, target, _reader(q, calibration), extra_options=extra)
     except OptimizeError:
         raise
     except Exception as exc:

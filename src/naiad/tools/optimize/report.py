@@ -45,6 +45,7 @@ class Report:
             "drift": {
                 "max_abs_diff": drift.max_abs_diff,
                 "top1_agreement": drift.top1_agreement,
+                "max_abs_output": drift.max_abs_value,
                 "max": drift.worst,
                 "limit": self.max_drift,
             },
@@ -82,6 +83,8 @@ class Report:
         drift = self.measured_drift()
         for name, diff in drift.max_abs_diff.items():
             line = f"  drift {name}: max abs diff {diff:.3g}"
+            if name in drift.max_abs_value:
+                line += f" (outputs up to {drift.max_abs_value[name]:.3g})"
             if name in drift.top1_agreement:
                 line += f", top-1 agreement {drift.top1_agreement[name]:.1%}"
             out.append(line)

@@ -24,7 +24,7 @@ import numpy as np
 from naiad.tools.optimize.errors import OptimizeError, missing_package
 from naiad.tools.optimize.graph import first_line
 from naiad.tools.optimize.inputs import InputSpec, Sample, random_samples
-from naiad.tools.optimize.measure import Drift, output_difference, top1
+from naiad.tools.optimize.measure import Drift
 
 #: The batch size the graph is traced with (not 1: see the module's docstring).
 TRACE_BATCH = 2
@@ -139,12 +139,7 @@ def verify(
                     f"output '{name}': torch gives shape {list(want.shape)}, "
                     f"the ONNX file {list(have.shape)}"
                 )
-            diff = output_difference(want, have)
-            drift.max_abs_diff[name] = max(drift.max_abs_diff.get(name, 0.0), diff)
-            counts = top1(want, have)
-            if counts is not None:
-                rows, agree = drift.top1_rows.get(name, (0, 0))
-                drift.top1_rows[name] = (rows + counts[0], agree + counts[1])
+            drift.add(name, want, have)
     return drift
 
 
