@@ -26,6 +26,7 @@ class TensorInfo:
     name: str
     datatype: str  # the protocol's name: FP32, BYTES, ...
     dims: list[int]  # without the batch dimension
+    optional: bool = False
 
 
 @dataclass
@@ -47,6 +48,7 @@ class ModelInfo:
                     t["name"],
                     _datatype(t.get("data_type", "TYPE_FP32")),
                     [int(d) for d in t.get("dims", [])],
+                    bool(t.get("optional", False)),
                 )
                 for t in config.get(key, [])
             ]
@@ -88,7 +90,9 @@ def build_steps(model: ModelInfo, settings: PerfSettings) -> list[list[Step]]:
         if name not in {t.name for t in model.inputs}:
             raise PerfError(f"--shape {name}: model '{model.name}' has no input '{name}'")
     if settings.input_data in ("zero", "random"):
-        return [[{t.name: _generated(t, model, settings) for t in model.inputs}]]
+        # An optional input is left out unless given a shape, as the model allows.
+        sent = [t for t in model.inputs if not t.optional or t.name in settings.shapes]
+        return [[{t.name: _generated(t, model, settings) for t in sent}]]
     return _from_file(Path(settings.input_data), model, settings)
 
 
@@ -162,6 +166,8 @@ def _step(entry: Any, model: ModelInfo, settings: PerfSettings, where: str) -> S
     step = {}
     for tensor in model.inputs:
         if tensor.name not in entry:
+            if tensor.optional:
+                continue
             raise PerfError(f"{where}: no data for input '{tensor.name}'")
         value = entry[tensor.name]
         shape = settings.shapes.get(tensor.name)

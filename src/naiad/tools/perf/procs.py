@@ -11,6 +11,7 @@ monotonic clock, the same in every process, so windows line up.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import multiprocessing
 from multiprocessing.connection import Connection as Pipe
 from typing import Any
@@ -59,8 +60,10 @@ class Processes:
             self._children.append(child)
 
     async def start(self) -> None:
-        for answer in await self._all([None] * self.processes):
-            if isinstance(answer, str):
+        answers = await self._all([None] * self.processes)
+        for answer in answers:
+            if answer != "ready":  # the child's PerfError
+                await self.stop()
                 raise PerfError(answer)
 
     async def set_concurrency(self, count: int) -> None:
@@ -79,9 +82,14 @@ class Processes:
         return total
 
     async def stop(self) -> None:
-        await self._all([("stop",)] * self.processes)
+        running = [p for p, c in zip(self._pipes, self._children, strict=True) if c.is_alive()]
+        for pipe in running:
+            with contextlib.suppress(OSError):
+                pipe.send(("stop",))
         for child in self._children:
-            child.join(10)
+            await asyncio.to_thread(child.join, 10)
+            if child.is_alive():
+                child.kill()
 
     async def _all(self, commands: list[Any]) -> list[Any]:
         loop = asyncio.get_running_loop()

@@ -147,6 +147,8 @@ class GrpcTarget:
             output = request.outputs.add(name=name)
             if self.regions is not None:
                 _set(output.parameters, self.regions.output_parameters(slot, i))
+        if self.settings.streaming:  # so that every request ends with a final response
+            request.parameters["triton_enable_empty_final_response"].bool_param = True
         if sequence is not None:
             request.parameters["sequence_id"].int64_param = sequence[0]
             request.parameters["sequence_start"].bool_param = sequence[1]

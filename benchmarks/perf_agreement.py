@@ -1,0 +1,113 @@
+"""``naiad perf`` against NVIDIA perf_analyzer: the same server, the same model, in turns.
+
+The issue's bar for naiad perf: on the same server and machine its
+throughput and latency agree with perf_analyzer's within 10% at concurrency
+1 and 8.  Both tools measure a naiad server serving an ONNX add_sub model
+(FP32 [4]) over HTTP and gRPC, interleaved (the order flips every round),
+each with three windows of ``--interval`` ms; medians of ``--rounds``.
+
+    python benchmarks/perf_agreement.py [--rounds 5] [--interval 2000] [--concurrency 1 8]
+"""
+
+from __future__ import annotations
+
+import argparse
+import re
+import statistics
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from common import (
+    NAIAD_CLI,
+    checkout_env,
+    free_port,
+    perf_analyzer_missing,
+    round_order,
+    stop,
+    wait_ready,
+)
+from common import perf as perf_analyzer
+
+ROOT = Path(__file__).resolve().parent.parent
+_NUM = r"([0-9.]+)"
+
+
+def naiad_perf(url: str, protocol: str, concurrency: int, interval_ms: int) -> dict[str, float]:
+    command = [sys.executable, "-c", NAIAD_CLI, "perf", "-m", "add_sub", "-u", url, "-i",
+               protocol, "--concurrency-range", str(concurrency), "-p", str(interval_ms),
+               "--stability-percentage", "100000", "--max-trials", "10"]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                          env=checkout_env())  # fmt: skip
+    out = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"naiad perf failed:\n{out}")
+    return {
+        "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
+        "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
+        "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
+    }
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--interval", type=int, default=2000, help="window, ms")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8])
+    args = parser.parse_args()
+    if perf_analyzer_missing():
+        return 2
+    sys.path.insert(0, str(ROOT / "tests"))
+    from support import onnx_models
+
+    results: dict[tuple[str, str, int], list[dict[str, float]]] = {}
+    with tempfile.TemporaryDirectory(prefix="naiad-perf-agreement-") as tmp:
+        repo = Path(tmp) / "models"
+        onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=(4,))
+        (repo / "add_sub" / "config.pbtxt").write_text('platform: "onnxruntime_onnx"\n')
+        http, grpc = free_port(), free_port()
+        server = subprocess.Popen(
+            [sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
+             "--http-port", str(http), "--grpc-port", str(grpc), "--allow-metrics", "false"],
+            stdout=(Path(tmp) / "naiad.log").open("w"), stderr=subprocess.STDOUT,
+            env=checkout_env(),
+        )  # fmt: skip
+        try:
+            wait_ready(http, server)
+            for rnd in range(args.rounds):
+                for protocol, port in (("http", http), ("grpc", grpc)):
+                    url = f"127.0.0.1:{port}"
+                    for c in args.concurrency:
+                        for tool in round_order(["perf_analyzer", "naiad perf"], rnd):
+                            if tool == "perf_analyzer":
+                                r = perf_analyzer("add_sub", url, c, args.interval, "-i", protocol)
+                            else:
+                                r = naiad_perf(url, protocol, c, args.interval)
+                            results.setdefault((tool, protocol, c), []).append(r)
+                            print(f"round {rnd + 1} {protocol:4} c={c:<2} {tool:13} "
+                                  f"{r['throughput']:8.0f} infer/s  p50 {r['p50']:5.0f} us",
+                                  flush=True)  # fmt: skip
+        finally:
+            stop([server])
+    print(f"\nmedians of {args.rounds} rounds (naiad perf / perf_analyzer in brackets)\n")
+    print(
+        "| protocol | c | perf_analyzer infer/s | naiad perf infer/s | perf_analyzer p50 us "
+        "| naiad perf p50 us |"
+    )
+    print("|---|---|---|---|---|---|")
+    for protocol in ("http", "grpc"):
+        for c in args.concurrency:
+            theirs = results[("perf_analyzer", protocol, c)]
+            ours = results[("naiad perf", protocol, c)]
+            t = [statistics.median(r[k] for r in theirs) for k in ("throughput", "p50")]
+            o = [statistics.median(r[k] for r in ours) for k in ("throughput", "p50")]
+            print(
+                f"| {protocol} | {c} | {t[0]:.0f} | {o[0]:.0f} ({o[0] / t[0]:.2f}) | "
+                f"{t[1]:.0f} | {o[1]:.0f} ({o[1] / t[1]:.2f}) |"
+            )
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
