@@ -199,7 +199,8 @@ def test_the_csv_columns_are_perf_analyzers(served, tmp_path, capsys):
     for extra in ([], ["--verbose-csv"]):
         theirs, ours = tmp_path / "theirs.csv", tmp_path / "ours.csv"
         subprocess.run([str(PERF_ANALYZER), "-m", "add_sub", "-u",
-                        f"127.0.0.1:{served.http_port}", *QUICK, "-f", str(theirs), *extra],
+                        f"127.0.0.1:{served.http_port}", "-p", "200", "-s", "1000", "-r", "10",
+                        "-f", str(theirs), *extra],
                        check=True, capture_output=True)  # fmt: skip
         code, _, err = perf(capsys, "-m", "add_sub", "-u", f"127.0.0.1:{served.http_port}",
                             *QUICK, "-f", str(ours), *extra)  # fmt: skip

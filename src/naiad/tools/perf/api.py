@@ -12,14 +12,12 @@ import math
 import os
 import re
 import urllib.request
-from collections.abc import Callable, Coroutine
-from typing import Any, TypeVar
+from collections.abc import Callable
 
+from naiad.tools.perf.loop import run_on_new_loop
 from naiad.tools.perf.measure import StepResult, measure_step
 from naiad.tools.perf.procs import Group, Processes, prepared
 from naiad.tools.perf.settings import PerfSettings
-
-T = TypeVar("T")
 
 #: Below this many requests in flight one client process keeps up (see procs).
 _PER_PROCESS = 16
@@ -74,18 +72,6 @@ def sweep(
 ) -> list[StepResult]:
     """:func:`run_sweep` on an event loop of its own."""
     return run_on_new_loop(run_sweep(settings, progress))
-
-
-def run_on_new_loop(work: Coroutine[Any, Any, T]) -> T:
-    """Run ``work`` on a new event loop: uvloop where installed (its callbacks cost the
-    measuring loop a fraction of the standard loop's)."""
-    from naiad.server import new_event_loop
-
-    loop = new_event_loop()
-    try:
-        return loop.run_until_complete(work)
-    finally:
-        loop.close()
 
 
 class _Metrics:

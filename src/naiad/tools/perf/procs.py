@@ -17,6 +17,7 @@ from multiprocessing.connection import Connection as Pipe
 from typing import Any
 
 from naiad.tools.perf.load import Load, Sample, Sequences
+from naiad.tools.perf.loop import run_on_new_loop
 from naiad.tools.perf.model import ModelInfo, build_steps
 from naiad.tools.perf.settings import PerfError, PerfSettings
 from naiad.tools.perf.targets import Target, make_target
@@ -101,8 +102,6 @@ class Processes:
 
 
 def _child(settings: PerfSettings, index: int, count: int, pipe: Pipe) -> None:
-    from naiad.tools.perf.api import run_on_new_loop
-
     run_on_new_loop(_serve(settings, index, count, pipe))
 
 
