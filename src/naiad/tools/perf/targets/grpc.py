@@ -11,6 +11,7 @@ several).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import time
 from pathlib import Path
 from typing import Any
@@ -93,17 +94,19 @@ class GrpcTarget:
         self._cache: dict[tuple[int, int], bytes] = {}
         self._slots = 0
 
-    async def open(self) -> ModelInfo:
+    async def _call(self, method: str, request: Any, reply_type: Any) -> Any:
+        """One call of the protocol's other RPCs (through grpcio: they are not measured)."""
         stub = self.channel.unary_unary(
-            _SERVICE + "ModelConfig",
-            request_serializer=pb.ModelConfigRequest.SerializeToString,
-            response_deserializer=pb.ModelConfigResponse.FromString,
+            _SERVICE + method,
+            request_serializer=type(request).SerializeToString,
+            response_deserializer=reply_type.FromString,
         )
+        return await stub(request, metadata=self.metadata, timeout=self.settings.timeout_s)
+
+    async def open(self) -> ModelInfo:
+        request = pb.ModelConfigRequest(name=self.settings.model, version=self.settings.version)
         try:
-            reply = await stub(
-                pb.ModelConfigRequest(name=self.settings.model, version=self.settings.version),
-                metadata=self.metadata, timeout=self.settings.timeout_s,
-            )  # fmt: skip
+            reply = await self._call("ModelConfig", request, pb.ModelConfigResponse)
         except grpc.aio.AioRpcError as exc:
             if exc.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
                 raise PerfError(f"no server answers at {self.settings.address} over gRPC "
@@ -176,16 +179,9 @@ class GrpcTarget:
         return GrpcConnection(self, self._slots - 1, unary)
 
     async def statistics(self) -> ServerStats:
-        stub = self.channel.unary_unary(
-            _SERVICE + "ModelStatistics",
-            request_serializer=pb.ModelStatisticsRequest.SerializeToString,
-            response_deserializer=pb.ModelStatisticsResponse.FromString,
-        )
+        request = pb.ModelStatisticsRequest(name=self.settings.model, version=self.settings.version)
         try:
-            reply = await stub(
-                pb.ModelStatisticsRequest(name=self.settings.model, version=self.settings.version),
-                metadata=self.metadata, timeout=self.settings.timeout_s,
-            )  # fmt: skip
+            reply = await self._call("ModelStatistics", request, pb.ModelStatisticsResponse)
         except grpc.aio.AioRpcError:
             return ServerStats()
         total = ServerStats()
@@ -196,29 +192,19 @@ class GrpcTarget:
 
     async def close(self) -> None:
         if self.regions is not None:
-            stub = self.channel.unary_unary(
-                _SERVICE + "SystemSharedMemoryUnregister",
-                request_serializer=pb.SystemSharedMemoryUnregisterRequest.SerializeToString,
-                response_deserializer=pb.SystemSharedMemoryUnregisterResponse.FromString,
-            )
             for name in self.regions.names():
-                try:
-                    await stub(pb.SystemSharedMemoryUnregisterRequest(name=name),
-                               metadata=self.metadata)  # fmt: skip
-                except grpc.aio.AioRpcError:
-                    pass
+                with contextlib.suppress(grpc.aio.AioRpcError):
+                    await self._call("SystemSharedMemoryUnregister",
+                                     pb.SystemSharedMemoryUnregisterRequest(name=name),
+                                     pb.SystemSharedMemoryUnregisterResponse)  # fmt: skip
             self.regions.close()
         await self.channel.close()
 
     async def _register(self, name: str, key: str, size: int) -> None:
-        stub = self.channel.unary_unary(
-            _SERVICE + "SystemSharedMemoryRegister",
-            request_serializer=pb.SystemSharedMemoryRegisterRequest.SerializeToString,
-            response_deserializer=pb.SystemSharedMemoryRegisterResponse.FromString,
-        )
+        request = pb.SystemSharedMemoryRegisterRequest(name=name, key=key, byte_size=size)
         try:
-            await stub(pb.SystemSharedMemoryRegisterRequest(name=name, key=key, byte_size=size),
-                       metadata=self.metadata)  # fmt: skip
+            await self._call("SystemSharedMemoryRegister", request,
+                             pb.SystemSharedMemoryRegisterResponse)  # fmt: skip
         except grpc.aio.AioRpcError as exc:
             raise PerfError(f"--shared-memory system: the server refused region {name}: "
                             f"{exc.details()}") from None  # fmt: skip
