@@ -163,6 +163,27 @@ def perf(
     }
 
 
+def naiad_perf(
+    model: str, url: str, concurrency: int, interval_ms: int, *extra: str
+) -> dict[str, float]:
+    """:func:`perf`'s run with ``naiad perf`` (this checkout's) instead of perf_analyzer."""
+    command = [
+        sys.executable, "-c", NAIAD_CLI, "perf", "-m", model, "-u", url, *extra,
+        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
+        "--stability-percentage", "100000", "--max-trials", "10",
+    ]  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
+                          env=checkout_env())  # fmt: skip
+    out = done.stdout + done.stderr
+    if done.returncode != 0:
+        raise RuntimeError(f"naiad perf failed:\n{out}")
+    return {
+        "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
+        "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
+        "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
+    }
+
+
 def round_order(names: Iterable[str], rnd: int) -> list[str]:
     """The servers in the order round ``rnd`` runs them: reversed every other round,
     so that whatever drifts during a run (heat, steal) does not always favour one."""

@@ -18,7 +18,8 @@ runs: compare ratios from one run, not absolute numbers across runs.
 With ``--workers N`` naiad runs N workers.  The kernel spreads connections,
 not requests, over the workers, and a gRPC client multiplexes its calls over
 few connections: how evenly the workers share the load depends on how many
-connections perf_analyzer opens.
+connections the client opens.  ``--client naiad-perf`` drives the servers
+with ``naiad perf``, which opens one connection per request in flight.
 """
 
 from __future__ import annotations
@@ -32,6 +33,7 @@ from pathlib import Path
 from common import (
     TRITONSERVER,
     free_port,
+    naiad_perf,
     perf_analyzer_missing,
     round_order,
     start_naiad,
@@ -45,9 +47,12 @@ from common import perf as perf_analyzer
 from http_bench import build_repositories
 
 
-def perf(port: int, concurrency: int, streaming: bool, interval_ms: int) -> dict[str, float]:
+def perf(
+    port: int, concurrency: int, streaming: bool, interval_ms: int, client: str
+) -> dict[str, float]:
     extra = ["-i", "grpc", *(["--streaming"] if streaming else [])]
-    return perf_analyzer("identity_fp32", f"127.0.0.1:{port}", concurrency, interval_ms, *extra)
+    tool = naiad_perf if client == "naiad-perf" else perf_analyzer
+    return tool("identity_fp32", f"127.0.0.1:{port}", concurrency, interval_ms, *extra)
 
 
 def main() -> int:
@@ -58,6 +63,12 @@ def main() -> int:
     parser.add_argument("--streaming", action="store_true", help="ModelStreamInfer")
     parser.add_argument("--naiad-only", action="store_true")
     parser.add_argument("--workers", type=int, default=1, help="naiad serve --workers N")
+    parser.add_argument(
+        "--client",
+        choices=("perf_analyzer", "naiad-perf"),
+        default="perf_analyzer",
+        help="the load generator (naiad perf opens one connection per request in flight)",
+    )
     parser.add_argument(
         "--transport",
         choices=("naiad", "grpcio"),
@@ -94,7 +105,7 @@ def main() -> int:
             for rnd in range(args.rounds):
                 for c in args.concurrency:
                     for name in round_order(servers, rnd):
-                        r = perf(servers[name][1], c, args.streaming, args.interval)
+                        r = perf(servers[name][1], c, args.streaming, args.interval, args.client)
                         results.setdefault((name, c), []).append(r)
                         print(f"round {rnd + 1} {name:6} c={c:<3} {r['throughput']:9.1f} infer/s  "
                               f"p50 {r['p50']:7.0f} us  p99 {r['p99']:7.0f} us", flush=True)  # fmt: skip

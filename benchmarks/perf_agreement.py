@@ -12,7 +12,6 @@ each with three windows of ``--interval`` ms; medians of ``--rounds``.
 from __future__ import annotations
 
 import argparse
-import re
 import statistics
 import subprocess
 import sys
@@ -23,6 +22,7 @@ from common import (
     NAIAD_CLI,
     checkout_env,
     free_port,
+    naiad_perf,
     perf_analyzer_missing,
     round_order,
     stop,
@@ -31,23 +31,6 @@ from common import (
 from common import perf as perf_analyzer
 
 ROOT = Path(__file__).resolve().parent.parent
-_NUM = r"([0-9.]+)"
-
-
-def naiad_perf(url: str, protocol: str, concurrency: int, interval_ms: int) -> dict[str, float]:
-    command = [sys.executable, "-c", NAIAD_CLI, "perf", "-m", "add_sub", "-u", url, "-i",
-               protocol, "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-               "--stability-percentage", "100000", "--max-trials", "10"]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                          env=checkout_env())  # fmt: skip
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise RuntimeError(f"naiad perf failed:\n{out}")
-    return {
-        "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
-        "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
-        "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
-    }
 
 
 def main() -> int:
@@ -83,7 +66,7 @@ def main() -> int:
                             if tool == "perf_analyzer":
                                 r = perf_analyzer("add_sub", url, c, args.interval, "-i", protocol)
                             else:
-                                r = naiad_perf(url, protocol, c, args.interval)
+                                r = naiad_perf("add_sub", url, c, args.interval, "-i", protocol)
                             results.setdefault((tool, protocol, c), []).append(r)
                             print(f"round {rnd + 1} {protocol:4} c={c:<2} {tool:13} "
                                   f"{r['throughput']:8.0f} infer/s  p50 {r['p50']:5.0f} us",

@@ -144,7 +144,7 @@ class H2Connection(asyncio.Protocol):
         return sent - start, time.perf_counter_ns() - call.first_byte_ns
 
     def close(self) -> None:
-        if self.transport is not None:
+        if self.transport is not None and not self.transport.is_closing():
             self.transport.write(wire.goaway(0, wire.NO_ERROR))
             self.transport.close()
 
