@@ -10,7 +10,11 @@ server on another host, those columns stay empty.
 
 from __future__ import annotations
 
+import asyncio
+import contextlib
+import signal
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -47,8 +51,6 @@ class Measurer:
         self._usage = ProcessUsage.of(self.server.pid)
 
     def __call__(self, candidate: Candidate) -> Trial:
-        from naiad.tools.perf.api import run_on_new_loop, run_sweep
-
         self.trials += 1
         trial = Trial(self.trials, candidate)
         try:
@@ -76,10 +78,52 @@ class Measurer:
             )
 
         try:
-            run_on_new_loop(run_sweep(self.settings, on_result=on_result))
+            sweep(self.settings, on_result)
         except PerfError as exc:
             trial.error = str(exc)
         return trial
+
+
+def sweep(settings: PerfSettings, on_result: Callable[[Any], None]) -> None:
+    """naiad perf's sweep on a loop of its own, which a Ctrl-C cancels cleanly.
+
+    Python's own SIGINT handler would raise KeyboardInterrupt inside whichever
+    loop callback runs at that moment, and uvloop reports one raised in a
+    transport's callback as that connection's error and carries on: the search
+    would not stop, and a trial would fail for nothing.  Here SIGINT cancels the
+    sweep (its load stops and its connections close) and KeyboardInterrupt is
+    raised once the loop is done.
+    """
+    from naiad.server import new_event_loop
+    from naiad.tools.perf.api import run_sweep
+
+    previous = signal.getsignal(signal.SIGINT)
+    loop = new_event_loop()
+    try:
+        task = loop.create_task(run_sweep(settings, on_result=on_result))
+        interrupted = False
+
+        def interrupt() -> None:
+            nonlocal interrupted
+            interrupted = True
+            task.cancel()
+
+        try:
+            loop.add_signal_handler(signal.SIGINT, interrupt)
+        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
+            pass
+        try:
+            loop.run_until_complete(task)
+        except asyncio.CancelledError:
+            if interrupted:
+                raise KeyboardInterrupt from None
+            raise
+    finally:
+        loop.close()
+        # uvloop leaves its own handler in place after remove_signal_handler, one that
+        # swallows SIGINT once its loop is closed: put back the one from before.
+        with contextlib.suppress(ValueError, TypeError):  # not the main thread
+            signal.signal(signal.SIGINT, previous)
 
 
 class ProcessUsage:
