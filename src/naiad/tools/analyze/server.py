@@ -1,0 +1,148 @@
+"""The naiad server a configuration is measured on, and its model control API.
+
+By default ``naiad analyze`` starts its own ``naiad serve`` child in explicit
+model control mode over a scratch repository that holds only the analysed
+model (a link to its folder): nothing else loads, nothing of the user's
+repository is written, and each configuration is loaded in place with the
+load API's config override (``POST /v2/repository/models/M/load`` with
+``{"parameters": {"config": ...}}``), which swaps the instances in a
+fraction of a second instead of restarting a process.  The child runs in a
+session of its own, so a Ctrl-C meant for ``naiad analyze`` does not stop it
+halfway through a measurement; it is stopped when the analysis ends, and
+stops itself if ``naiad analyze`` dies.
+
+With ``--url`` the server is one already running in explicit mode.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import time
+import urllib.error
+import urllib.request
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+from naiad.tools.analyze.errors import AnalyzeError
+
+#: How long one load or config request may take (loading a big model is slow).
+_REQUEST_TIMEOUT_S = 300
+
+
+class LoadFailed(Exception):
+    """The server refused or failed to load a configuration (its message)."""
+
+
+class Server:
+    """A naiad server reached over HTTP at ``http_address`` (host:port)."""
+
+    def __init__(self, http_address: str, pid: int | None, measure_address: str) -> None:
+        self.http_address = http_address
+        #: The server's process id, for its CPU time and memory (None: not on this host).
+        self.pid = pid
+        #: Where the load goes: the HTTP address, or the gRPC one with ``-i grpc``.
+        self.measure_address = measure_address
+
+    def load(self, model: str, config_json: str | None = None) -> None:
+        """(Re)load ``model``, with ``config_json`` in place of its config file if given."""
+        body: dict[str, Any] = {}
+        if config_json is not None:
+            body["parameters"] = {"config": config_json}
+        self._call("POST", f"/v2/repository/models/{quote(model)}/load", body, LoadFailed)
+
+    def served_config(self, model: str) -> dict[str, Any]:
+        reply = self._call("GET", f"/v2/models/{quote(model)}/config", None, AnalyzeError)
+        config = json.loads(reply)
+        if not isinstance(config, dict):
+            raise AnalyzeError(f"the server answered model '{model}''s config with {reply[:80]!r}")
+        return config
+
+    def stop(self) -> None:
+        """Nothing to stop: the server is not ours."""
+
+    def _call(
+        self, method: str, path: str, body: dict[str, Any] | None, error: type[Exception]
+    ) -> str:
+        data = None if body is None else json.dumps(body).encode()
+        request = urllib.request.Request(
+            f"http://{self.http_address}{path}", data=data, method=method,
+            headers={"Content-Type": "application/json"} if data is not None else {},
+        )  # fmt: skip
+        try:
+            with urllib.request.urlopen(request, timeout=_REQUEST_TIMEOUT_S) as reply:
+                return str(reply.read().decode())
+        except urllib.error.HTTPError as exc:
+            raise error(_message(exc)) from None
+        except (OSError, ValueError) as exc:
+            reason = getattr(exc, "reason", exc)
+            raise AnalyzeError(f"cannot reach naiad at {self.http_address}: {reason}") from None
+
+
+class ChildServer(Server):
+    """``naiad serve`` started by ``naiad analyze`` over a scratch repository."""
+
+    def __init__(self, repository: Path, model: str, scratch: Path, protocol: str,
+                 startup_timeout: float) -> None:  # fmt: skip
+        from naiad.runner.child import ChildServer as Child
+        from naiad.runner.child import free_port
+
+        served = scratch / "repository"
+        served.mkdir(parents=True)
+        _link(repository / model, served / model)
+        http, grpc = free_port(), free_port()
+        args = [
+            "--model-repository", str(served), "--model-control-mode", "explicit",
+            "--http-port", str(http), "--grpc-port", str(grpc),
+            "--http-address", "127.0.0.1", "--grpc-address", "127.0.0.1",
+            "--allow-metrics", "false", "--log-info", "false",
+        ]  # fmt: skip
+        self.child = Child("analyze", args)
+        measure = f"127.0.0.1:{grpc}" if protocol == "grpc" else f"127.0.0.1:{http}"
+        super().__init__(f"127.0.0.1:{http}", self.child.pid, measure)
+        self._wait_ready(startup_timeout)
+
+    def _wait_ready(self, timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.child.returncode is not None:
+                raise AnalyzeError(
+                    f"the naiad server did not start (exit code {self.child.returncode}): "
+                    f"{_last_line(self.child.output())}"
+                )
+            try:
+                with urllib.request.urlopen(
+                    f"http://{self.http_address}/v2/health/live", timeout=2
+                ) as reply:
+                    if reply.status == 200:
+                        return
+            except OSError:
+                pass
+            if time.monotonic() > deadline:
+                self.stop()
+                raise AnalyzeError(f"the naiad server did not start within {timeout:g} s")
+            time.sleep(0.1)
+
+    def stop(self) -> None:
+        self.child.stop(10)
+
+
+def _link(source: Path, target: Path) -> None:
+    try:
+        target.symlink_to(source.resolve(), target_is_directory=True)
+    except OSError:  # no symbolic links here (some Windows set-ups)
+        shutil.copytree(source, target)
+
+
+def _message(exc: urllib.error.HTTPError) -> str:
+    try:
+        text = exc.read().decode(errors="replace")
+        return str(json.loads(text).get("error", text))
+    except ValueError:
+        return f"HTTP {exc.code}"
+
+
+def _last_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    return lines[-1].strip() if lines else "(no output)"
