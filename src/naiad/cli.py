@@ -51,12 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_flag(check, "disable_auto_complete_config")
 
     for name, module_name in COMMANDS.items():
-        try:
-            module = importlib.import_module(module_name)
-        except ModuleNotFoundError as exc:
-            if exc.name is None or not exc.name.startswith("naiad.tools"):
-                raise
-            continue  # a tool not in this build
+        module = importlib.import_module(module_name)
         tool = sub.add_parser(name, help=module.HELP, description=module.__doc__,
                               formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
         module.add_arguments(tool)

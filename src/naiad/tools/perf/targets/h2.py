@@ -7,9 +7,9 @@ generator only needs unary calls with pre-serialised messages and the
 status of each, so this connection writes a fixed header block and one DATA
 frame per call, and reads frames until the call's trailers.
 
-The client advertises a header table of 0 octets, so the server encodes
-every header block without its dynamic table: each block decodes on its own
-and the few distinct blocks a server sends are decoded once and remembered.
+The client advertises a header table of 0 octets, so that once the server
+honours it every header block decodes on its own: the few distinct blocks a
+server sends are decoded once and remembered.
 """
 
 from __future__ import annotations
@@ -63,6 +63,7 @@ class H2Connection(asyncio.Protocol):
         self.window_open.set()
         self.received = 0
         self.lost: Exception | None = None
+        self.decoder = hpack.Decoder()
         self.decoded: dict[bytes, list[tuple[str, str]]] = {}
         self.gathering: dict[int, bytearray] = {}
 
@@ -211,14 +212,17 @@ class H2Connection(asyncio.Protocol):
         call.future.set_result(None)
 
     def _decode(self, block: bytes) -> list[tuple[str, str]]:
-        """A header block, decoded on its own (the server may not index: table size 0)."""
+        """A header block, decoded in order with the connection's decoder.  Once the server
+        honours the table size of 0 its blocks leave the table empty, and each distinct
+        block is decoded once and remembered."""
         fields = self.decoded.get(block)
-        if fields is None:
-            decoder = hpack.Decoder()
-            decoder.max_allowed_table_size = 0
-            fields = [(str(n), str(v)) for n, v in decoder.decode(block, raw=False)]
-            if len(self.decoded) < _CACHE:
-                self.decoded[block] = fields
+        if fields is not None:
+            return fields
+        table = self.decoder.header_table
+        empty = not table.dynamic_entries
+        fields = [(str(n), str(v)) for n, v in self.decoder.decode(block, raw=False)]
+        if empty and not table.dynamic_entries and len(self.decoded) < _CACHE:
+            self.decoded[block] = fields
         return fields
 
 
