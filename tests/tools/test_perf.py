@@ -215,3 +215,18 @@ def test_the_load_spread_over_client_processes(served, tmp_path, capsys):
     assert "Client processes: 2" in out and "over 2 process(es)" in out
     requests = int(out.split("Request count: ")[1].split()[0])
     assert requests > 0
+
+
+def test_tls_over_https_and_grpc(repo, certs, capsys):
+    with naiad_serve(repo, f"--http-ssl-cert={certs / 'server.crt'}",
+                     f"--http-ssl-key={certs / 'server.key'}", "--grpc-use-ssl=true",
+                     f"--grpc-server-cert={certs / 'server.crt'}",
+                     f"--grpc-server-key={certs / 'server.key'}") as tls:  # fmt: skip
+        code, out, err = perf(capsys, "-m", "add_sub", "-u", f"https://127.0.0.1:{tls.http_port}",
+                              "--ssl-https-ca-certificates-file", str(certs / "ca.crt"), *QUICK)  # fmt: skip
+        assert code == 0, err
+        code, out, err = perf(capsys, "-m", "add_sub", "-i", "grpc", "-u",
+                              f"127.0.0.1:{tls.grpc_port}", "--ssl-grpc-use-ssl",
+                              "--ssl-grpc-root-certifications-file", str(certs / "ca.crt"),
+                              *QUICK)  # fmt: skip
+        assert code == 0, err

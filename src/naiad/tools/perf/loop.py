@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
+_SETTLE_S = 0.05
 
 
 def run_on_new_loop(work: Coroutine[Any, Any, T]) -> T:
@@ -17,4 +19,8 @@ def run_on_new_loop(work: Coroutine[Any, Any, T]) -> T:
     try:
         return loop.run_until_complete(work)
     finally:
+        # A closed TLS connection still exchanges its close_notify: let it, or the loop
+        # closes under a transport that is still open.
+        loop.run_until_complete(asyncio.sleep(_SETTLE_S))
+        loop.run_until_complete(loop.shutdown_asyncgens())
         loop.close()

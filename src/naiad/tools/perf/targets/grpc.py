@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import ssl
 import time
 from pathlib import Path
 from typing import Any
@@ -166,15 +167,14 @@ class GrpcTarget:
         self._slots += 1
         unary = None
         if not self.settings.streaming:
-            if self.settings.ssl:
-                raise PerfError("--ssl-grpc-use-ssl is not supported yet for unary calls; "
-                                "use --streaming or plain gRPC")  # fmt: skip
             host, _, port = self.settings.address.rpartition(":")
             loop = asyncio.get_running_loop()
             path = _SERVICE + "ModelInfer"
+            secure = _tls(self.settings.ssl)
             _, unary = await loop.create_connection(
-                lambda: H2Connection(self.settings.address, path, self.settings.headers),
-                host or "localhost", int(port),
+                lambda: H2Connection(self.settings.address, path, self.settings.headers,
+                                     secure is not None),
+                host or "localhost", int(port), ssl=secure,
             )  # fmt: skip
         return GrpcConnection(self, self._slots - 1, unary)
 
@@ -208,6 +208,17 @@ class GrpcTarget:
         except grpc.aio.AioRpcError as exc:
             raise PerfError(f"--shared-memory system: the server refused region {name}: "
                             f"{exc.details()}") from None  # fmt: skip
+
+
+def _tls(files: dict[str, str]) -> ssl.SSLContext | None:
+    """The TLS context of ``--ssl-grpc-*`` (HTTP/2 negotiated by ALPN), or None."""
+    if not files:
+        return None
+    context = ssl.create_default_context(cafile=files.get("root") or None)
+    if files.get("cert"):
+        context.load_cert_chain(files["cert"], files.get("key") or None)
+    context.set_alpn_protocols(["h2"])
+    return context
 
 
 def _set(parameters: Any, values: dict[str, Any]) -> None:

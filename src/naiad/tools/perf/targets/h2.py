@@ -41,8 +41,11 @@ class _Call:
 
 
 class H2Connection(asyncio.Protocol):
-    def __init__(self, authority: str, path: str, headers: dict[str, str]) -> None:
-        fields = [(b":method", b"POST"), (b":scheme", b"http"), (b":path", path.encode()),
+    def __init__(
+        self, authority: str, path: str, headers: dict[str, str], secure: bool = False
+    ) -> None:
+        scheme = b"https" if secure else b"http"
+        fields = [(b":method", b"POST"), (b":scheme", scheme), (b":path", path.encode()),
                   (b":authority", authority.encode()), (b"content-type", b"application/grpc"),
                   (b"te", b"trailers"),
                   *((k.lower().encode(), v.encode()) for k, v in headers.items())]  # fmt: skip
