@@ -8,20 +8,16 @@ the example repository are served.
 from __future__ import annotations
 
 import shutil
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
 import pytest
-from support.processes import free_port
+from support.triton import TRITONSERVER, triton_serve
 
 import naiad
 from naiad.core.errors import Kind
 
-TRITONSERVER = Path.home() / ".cache" / "naiad-reference" / "bin" / "tritonserver"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 A = np.array([1, 2, 3, 4], np.float32)
 B = np.array([4, 3, 2, 1], np.float32)
@@ -37,33 +33,8 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int,
     repo = tmp_path_factory.mktemp("triton") / "models"
     for model in ("add_sub_python", "repeat"):
         shutil.copytree(EXAMPLES / model, repo / model)
-    http, grpc = free_port(), free_port()
-    log = repo.parent / "triton.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(TRITONSERVER), "--model-repository", str(repo), "--http-address", "127.0.0.1",
-             "--http-port", str(http), "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc),
-             "--allow-metrics", "false"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not _ready(http):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
+    with triton_serve(repo) as (http, grpc):
         yield http, grpc, repo
-    finally:
-        proc.terminate()
-        proc.wait(60)
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5) as r:
-            return r.status == 200
-    except OSError:
-        return False
 
 
 @pytest.fixture(params=["http", "grpc"])

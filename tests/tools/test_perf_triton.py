@@ -10,18 +10,14 @@ from __future__ import annotations
 import csv
 import io
 import shutil
-import subprocess
-import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.processes import free_port
+from support.triton import TRITONSERVER, triton_serve
 
 from naiad.cli import main
 
-TRITONSERVER = Path.home() / ".cache" / "naiad-reference" / "bin" / "tritonserver"
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
 QUICK = ["-p", "300", "-r", "3", "-s", "100"]
 
@@ -36,33 +32,8 @@ def triton(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[int, int]
     repo = tmp_path_factory.mktemp("triton-perf") / "models"
     for model in ("add_sub_python", "repeat"):
         shutil.copytree(EXAMPLES / model, repo / model)
-    http, grpc = free_port(), free_port()
-    log = repo.parent / "triton.log"
-    with log.open("w") as out:
-        proc = subprocess.Popen(
-            [str(TRITONSERVER), "--model-repository", str(repo), "--http-address", "127.0.0.1",
-             "--http-port", str(http), "--grpc-address", "127.0.0.1", "--grpc-port", str(grpc),
-             "--allow-metrics", "false"],
-            stdout=out, stderr=subprocess.STDOUT,
-        )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not _ready(http):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, log.read_text()
-            time.sleep(0.2)
-        yield http, grpc
-    finally:
-        proc.terminate()
-        proc.wait(60)
-
-
-def _ready(port: int) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
+    with triton_serve(repo) as ports:
+        yield ports
 
 
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
