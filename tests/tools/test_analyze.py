@@ -145,12 +145,16 @@ def test_ctrl_c_keeps_the_finished_trials(mm_repo: Path, tmp_path: Path, after_s
         time.sleep(after_s)
         assert proc.poll() is None, "".join(lines)
         proc.send_signal(signal.SIGINT)
-        _, err = proc.communicate(timeout=60)
+        proc.wait(60)  # stdout is the reader thread's alone (communicate would take lines)
     finally:
         if proc.poll() is None:
             proc.kill()
             proc.wait()
     reader.join(10)
+    assert proc.stderr is not None and proc.stdout is not None
+    err = proc.stderr.read()
+    proc.stderr.close()
+    proc.stdout.close()
     printed = "".join(lines)
     assert proc.returncode == 130, printed + err
     assert "Traceback" not in err, err
