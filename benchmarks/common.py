@@ -160,6 +160,7 @@ def perf(
         "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
         "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
         "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
+        "avg": float(re.findall(r"Avg latency: " + _NUM, out)[-1]),
     }
 
 
@@ -181,6 +182,7 @@ def naiad_perf(
         "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
         "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
         "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
+        "avg": float(re.findall(r"Avg latency: " + _NUM, out)[-1]),
     }
 
 

@@ -74,21 +74,18 @@ def main() -> int:
         finally:
             stop([server])
     print(f"\nmedians of {args.rounds} rounds (naiad perf / perf_analyzer in brackets)\n")
-    print(
-        "| protocol | c | perf_analyzer infer/s | naiad perf infer/s | perf_analyzer p50 us "
-        "| naiad perf p50 us |"
-    )
-    print("|---|---|---|---|---|---|")
+    print("| protocol | c | perf_analyzer infer/s | naiad perf infer/s | perf_analyzer p50 us "
+          "| naiad perf p50 us | perf_analyzer avg us | naiad perf avg us |")  # fmt: skip
+    print("|---|---|---|---|---|---|---|---|")
+    keys = ("throughput", "p50", "avg")
     for protocol in ("http", "grpc"):
         for c in args.concurrency:
-            theirs = results[("perf_analyzer", protocol, c)]
-            ours = results[("naiad perf", protocol, c)]
-            t = [statistics.median(r[k] for r in theirs) for k in ("throughput", "p50")]
-            o = [statistics.median(r[k] for r in ours) for k in ("throughput", "p50")]
-            print(
-                f"| {protocol} | {c} | {t[0]:.0f} | {o[0]:.0f} ({o[0] / t[0]:.2f}) | "
-                f"{t[1]:.0f} | {o[1]:.0f} ({o[1] / t[1]:.2f}) |"
-            )
+            t = [statistics.median(r[k] for r in results[("perf_analyzer", protocol, c)])
+                 for k in keys]  # fmt: skip
+            o = [statistics.median(r[k] for r in results[("naiad perf", protocol, c)])
+                 for k in keys]  # fmt: skip
+            cells = [f"{t[i]:.0f} | {o[i]:.0f} ({o[i] / t[i]:.2f})" for i in range(3)]
+            print(f"| {protocol} | {c} | " + " | ".join(cells) + " |")
     return 0
 
 
