@@ -165,7 +165,7 @@ def test_input_data_files_in_perf_analyzers_format(served, tmp_path, capsys):
         (["-m", "add_sub", "-b", "9"], "-b 9: more than model 'add_sub''s max_batch_size 8"),
         (["-m", "add_sub", "--concurrency-range", "0:4"], "--concurrency-range 0:4: expected"),
         (["-m", "add_sub", "--shape", "NOPE:1"], "--shape NOPE: model 'add_sub' has no input"),
-        (["-m", "add_sub", "--input-data", "{bad}"], "--input-data {bad}: cannot be read"),
+        (["-m", "add_sub", "--input-data", "{bad}"], "--input-data {bad}: no such file"),
         (["-m", "add_sub", "--streaming"], "--streaming needs -i grpc"),
     ],
 )  # fmt: skip
@@ -182,11 +182,11 @@ def test_a_data_file_that_does_not_fit_and_a_server_that_is_not_there(served, tm
     code, _, err = perf(capsys, "-m", "add_sub", "-u", f"127.0.0.1:{served.http_port}",
                         "--input-data", str(data), *QUICK)  # fmt: skip
     assert code == 1
-    assert "stream 0 entry 0: input 'INPUT0' has 3 values, its shape [4] needs 4" in err
+    assert "data[0].INPUT0: 3 values do not fill shape [4]" in err
     data.write_text(json.dumps({"data": [{"INPUT0": [1, 2, 3, 4]}]}))
     code, _, err = perf(capsys, "-m", "add_sub", "-u", f"127.0.0.1:{served.http_port}",
                         "--input-data", str(data), *QUICK)  # fmt: skip
-    assert "no data for input 'INPUT1'" in err
+    assert "data[0] has no input 'INPUT1'" in err
     code, _, err = perf(capsys, "-m", "add_sub", "-u", "127.0.0.1:9", *QUICK)
     assert code == 1 and "no server answers at 127.0.0.1:9 over HTTP" in err
     code, _, err = perf(capsys, "-m", "add_sub", "-i", "grpc", "-u", "127.0.0.1:9", *QUICK)

@@ -9,17 +9,15 @@ an ``.npz`` file holds one array per input whose first axis indexes samples.
 
 from __future__ import annotations
 
-import base64
-import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 
 from naiad.core import datatypes
 from naiad.core.datatypes import DataType
+from naiad.tools.input_data import InputDataError, read_streams, tensor
 from naiad.tools.optimize.errors import OptimizeError
 
 Sample = dict[str, np.ndarray]
@@ -135,69 +133,23 @@ def load_samples(
     path: Path, specs: Sequence[InputSpec], shapes: Mapping[str, tuple[int, ...]]
 ) -> list[Sample]:
     """Requests read from a perf_analyzer JSON input-data file or an ``.npz`` file."""
-    if not path.is_file():
-        raise OptimizeError(f"input data file {path} does not exist")
-    if path.suffix == ".npz":
+    if path.suffix == ".npz" and path.is_file():
         return _from_npz(path, specs)
-    try:
-        document = json.loads(path.read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise OptimizeError(f"{path}: not a JSON input-data file ({exc})") from None
-    entries = document.get("data") if isinstance(document, dict) else None
-    if not isinstance(entries, list) or not entries:
-        raise OptimizeError(f'{path}: expected {{"data": [{{"INPUT": [...]}}, ...]}}')
     samples: list[Sample] = []
-    for i, entry in enumerate(entries):
-        if not isinstance(entry, dict):
-            raise OptimizeError(f"{path}: data[{i}] is not an object of inputs")
-        sample: Sample = {}
-        for spec in specs:
-            if spec.name not in entry:
-                raise OptimizeError(f"{path}: data[{i}] has no input '{spec.name}'")
-            array = _from_json(entry[spec.name], spec, shapes, f"{path}: data[{i}].{spec.name}")
-            sample[spec.name] = array[np.newaxis] if spec.batched else array
-        samples.append(sample)
+    try:
+        for stream in read_streams(path):
+            for where, entry in stream:
+                sample: Sample = {}
+                for spec in specs:
+                    if spec.name not in entry:
+                        raise OptimizeError(f"{where} has no input '{spec.name}'")
+                    array = tensor(entry[spec.name], spec.datatype, item_shape(spec, shapes),
+                                   f"{where}.{spec.name}")  # fmt: skip
+                    sample[spec.name] = array[np.newaxis] if spec.batched else array
+                samples.append(sample)
+    except InputDataError as exc:
+        raise OptimizeError(str(exc)) from None
     return samples
-
-
-def _from_json(
-    value: Any, spec: InputSpec, shapes: Mapping[str, tuple[int, ...]], where: str
-) -> np.ndarray:
-    shape: tuple[int, ...] | None = None
-    if isinstance(value, dict):
-        if "shape" in value:
-            shape = tuple(int(d) for d in value["shape"])
-        if "b64" in value:
-            raw = base64.b64decode(value["b64"])
-            if spec.datatype.is_bytes:
-                raise OptimizeError(f"{where}: b64 content of BYTES inputs is not supported")
-            flat = np.frombuffer(raw, dtype=spec.datatype.numpy)
-            return _reshape(flat, shape or item_shape(spec, shapes), where)
-        value = value.get("content")
-        if value is None:
-            raise OptimizeError(
-                f'{where}: expected a list, or {{"content": [...], "shape": [...]}}'
-            )
-    if spec.datatype.is_bytes:
-        flat = np.array(
-            [v.encode() if isinstance(v, str) else bytes(v) for v in np.ravel(value)],
-            dtype=np.object_,
-        )
-    else:
-        try:
-            flat = np.asarray(value, dtype=spec.datatype.numpy).ravel()
-        except (TypeError, ValueError) as exc:
-            raise OptimizeError(f"{where}: not {spec.datatype} values ({exc})") from None
-    return _reshape(flat, shape or item_shape(spec, shapes), where)
-
-
-def _reshape(flat: np.ndarray, shape: tuple[int, ...], where: str) -> np.ndarray:
-    if flat.size != int(np.prod(shape)):
-        raise OptimizeError(
-            f"{where}: {flat.size} values do not fill shape {list(shape)} "
-            '(give "shape" in the file or --shape NAME:dims)'
-        )
-    return flat.reshape(shape)
 
 
 def _from_npz(path: Path, specs: Sequence[InputSpec]) -> list[Sample]:

@@ -9,8 +9,6 @@ loop nothing.
 
 from __future__ import annotations
 
-import base64
-import json
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -18,6 +16,7 @@ from typing import Any
 import numpy as np
 
 from naiad.core import datatypes
+from naiad.tools.input_data import InputDataError, read_streams, tensor
 from naiad.tools.perf.settings import PerfError, PerfSettings
 
 
@@ -139,59 +138,23 @@ def _generated(tensor: TensorInfo, model: ModelInfo, settings: PerfSettings) -> 
 
 
 def _from_file(path: Path, model: ModelInfo, settings: PerfSettings) -> list[list[Step]]:
-    """perf_analyzer's JSON input data: ``{"data": [step, ...]}`` or streams
-    ``{"data": [[step, ...], ...]}``; a step maps each input to a flat list, to
-    ``{"content": [...], "shape": [...]}`` or to ``{"b64": "..."}``."""
-    where = f"--input-data {path}"
+    """perf_analyzer's JSON input data (see :mod:`naiad.tools.input_data`)."""
     try:
-        document = json.loads(path.read_text())
-    except OSError as exc:
-        raise PerfError(f"{where}: cannot be read ({exc.strerror})") from None
-    except ValueError as exc:
-        raise PerfError(f"{where}: not JSON ({exc})") from None
-    data = document.get("data") if isinstance(document, dict) else None
-    if not isinstance(data, list) or not data:
-        raise PerfError(f'{where}: expected {{"data": [ ... ]}} with at least one entry')
-    streams = data if all(isinstance(s, list) for s in data) else [data]
-    return [
-        [_step(entry, model, settings, f"{where}: stream {s} entry {i}")
-         for i, entry in enumerate(stream)]
-        for s, stream in enumerate(streams)
-    ]  # fmt: skip
+        return [[_step(entry, model, settings, where) for where, entry in stream]
+                for stream in read_streams(path)]  # fmt: skip
+    except InputDataError as exc:
+        raise PerfError(f"--input-data {exc}") from None  # "--input-data FILE: what is wrong"
 
 
-def _step(entry: Any, model: ModelInfo, settings: PerfSettings, where: str) -> Step:
-    if not isinstance(entry, dict):
-        raise PerfError(f"{where}: expected an object of inputs")
+def _step(entry: dict[str, Any], model: ModelInfo, settings: PerfSettings, where: str) -> Step:
     step = {}
-    for tensor in model.inputs:
-        if tensor.name not in entry:
-            if tensor.optional:
+    for t in model.inputs:
+        if t.name not in entry:
+            if t.optional:
                 continue
-            raise PerfError(f"{where}: no data for input '{tensor.name}'")
-        value = entry[tensor.name]
-        shape = settings.shapes.get(tensor.name)
-        datatype = datatypes.from_name(tensor.datatype)
-        if isinstance(value, dict) and "b64" in value:
-            raw = base64.b64decode(value["b64"])
-            array = np.frombuffer(raw, datatype.numpy)
-        else:
-            if isinstance(value, dict):
-                shape = value.get("shape", shape)
-                value = value.get("content")
-            if not isinstance(value, list):
-                raise PerfError(f"{where}: input '{tensor.name}' must be a list of values")
-            flat = np.array(value, dtype=object).reshape(-1)
-            if datatype.is_bytes:
-                array = np.array([str(v).encode() for v in flat], dtype=object)
-            else:
-                array = flat.astype(datatype.numpy)
-        if shape is None:
-            shape = _shape(tensor, settings) if all(d >= 0 for d in tensor.dims) else [array.size]
-        if int(np.prod(shape)) != array.size:
-            raise PerfError(
-                f"{where}: input '{tensor.name}' has {array.size} values, its shape "
-                f"{list(shape)} needs {int(np.prod(shape))}"
-            )
-        step[tensor.name] = _batched(array.reshape(shape), model, settings)
+            raise InputDataError(f"{where} has no input '{t.name}'")
+        given = settings.shapes.get(t.name)
+        shape = tuple(given) if given else tuple(t.dims) if all(d >= 0 for d in t.dims) else None
+        array = tensor(entry[t.name], datatypes.from_name(t.datatype), shape, f"{where}.{t.name}")
+        step[t.name] = _batched(array, model, settings)
     return step
