@@ -143,41 +143,41 @@ def perf(
     interval_ms: int,
     *extra: str,
 ) -> dict[str, float]:
-    """One perf_analyzer run at ``concurrency``: throughput (infer/s), p50 and p99 (us).
+    """One perf_analyzer run at ``concurrency``: throughput (infer/s), p50, p99 and the
+    average latency (us).
 
     Stability is not asked for (a shared machine never is): three windows are measured.
     """
-    command = [
-        str(PERF_ANALYZER), "-m", model, "-u", url, *extra,
-        "--concurrency-range", str(concurrency), "-p", str(interval_ms),
-        "--stability-percentage", "100000", "--max-trials", "10",
-    ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600)
-    out = done.stdout + done.stderr
-    if done.returncode != 0:
-        raise RuntimeError(f"perf_analyzer failed:\n{out}")
-    return {
-        "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
-        "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),
-        "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
-        "avg": float(re.findall(r"Avg latency: " + _NUM, out)[-1]),
-    }
+    return _measure([str(PERF_ANALYZER)], model, url, concurrency, interval_ms, extra)
 
 
 def naiad_perf(
     model: str, url: str, concurrency: int, interval_ms: int, *extra: str
 ) -> dict[str, float]:
-    """:func:`perf`'s run with ``naiad perf`` (this checkout's) instead of perf_analyzer."""
+    """:func:`perf`'s run with ``naiad perf`` (this checkout's) instead of perf_analyzer:
+    the same flags, the same report."""
+    tool = [sys.executable, "-c", NAIAD_CLI, "perf"]
+    return _measure(tool, model, url, concurrency, interval_ms, extra, checkout_env())
+
+
+def _measure(
+    tool: list[str],
+    model: str,
+    url: str,
+    concurrency: int,
+    interval_ms: int,
+    extra: tuple[str, ...],
+    env: dict[str, str] | None = None,
+) -> dict[str, float]:
     command = [
-        sys.executable, "-c", NAIAD_CLI, "perf", "-m", model, "-u", url, *extra,
+        *tool, "-m", model, "-u", url, *extra,
         "--concurrency-range", str(concurrency), "-p", str(interval_ms),
         "--stability-percentage", "100000", "--max-trials", "10",
     ]  # fmt: skip
-    done = subprocess.run(command, capture_output=True, text=True, timeout=600,
-                          env=checkout_env())  # fmt: skip
+    done = subprocess.run(command, capture_output=True, text=True, timeout=600, env=env)
     out = done.stdout + done.stderr
     if done.returncode != 0:
-        raise RuntimeError(f"naiad perf failed:\n{out}")
+        raise RuntimeError(f"{' '.join(tool[-1:])} failed:\n{out}")
     return {
         "throughput": float(re.findall(r"Throughput: " + _NUM, out)[-1]),
         "p50": float(re.findall(r"p50 latency: " + _NUM, out)[-1]),

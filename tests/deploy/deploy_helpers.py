@@ -21,6 +21,7 @@ from typing import Any
 
 import httpx
 import yaml
+from support.processes import stop
 
 ROOT = Path(__file__).resolve().parents[2]
 DEPLOY = ROOT / "deploy"
@@ -179,13 +180,7 @@ def running(
     try:
         yield proc
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
 
 
 def add_sub_answers(http_port: int, grpc_port: int) -> None:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import socket
+import subprocess
 import time
 from pathlib import Path
+from typing import Any
 
 
 def free_port() -> int:
@@ -51,3 +53,14 @@ def children(pid: int) -> set[int]:
         if int(fields[1]) == pid and fields[0] != "Z":
             found.add(int(stat.parent.name))
     return found
+
+
+def stop(proc: subprocess.Popen[Any]) -> None:
+    """SIGTERM (a server drains on it) and a wait; SIGKILL when it takes over a minute."""
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

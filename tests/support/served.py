@@ -15,6 +15,8 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from support.processes import stop
+
 _STARTED = re.compile(r"started (http|grpc|metrics) service at \S+:(\d+)")
 
 
@@ -89,13 +91,7 @@ def naiad_serve(repo: Path, *flags: str, timeout: float = 120) -> Iterator[Serve
         assert len(served.ports) == expected, f"naiad serve exited:\n{served.output()}"
         yield served
     finally:
-        if proc.poll() is None:
-            proc.terminate()
-            try:
-                proc.wait(60)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+        stop(proc)
         reader.join(10)
         if proc.stdout is not None:
             proc.stdout.close()

@@ -36,6 +36,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from naiad.tools.arguments import positive_int
+
 HELP = "search a model's configurations for the best throughput within a latency budget"
 
 
@@ -50,7 +52,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="use this running naiad (HTTP, --model-control-mode explicit) "
                       "instead of starting one; its config is read from the server unless "
                       "--model-repository is also given")  # fmt: skip
-    what.add_argument("--server-pid", type=_positive, metavar="PID",
+    what.add_argument("--server-pid", type=positive_int, metavar="PID",
                       help="with --url: the server's process id, for its CPU and memory columns")  # fmt: skip
     what.add_argument("-i", "--protocol", choices=("http", "grpc"), default="http",
                       help="the protocol of the measured requests (default http)")  # fmt: skip
@@ -85,9 +87,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how = parser.add_argument_group("how each configuration is measured")
     how.add_argument("--concurrency", type=_counts, default=(1, 8, 32), metavar="N,N",
                      help="the concurrency sweep of every configuration (default 1,8,32)")  # fmt: skip
-    how.add_argument("--measurement-interval", "-p", type=_positive, default=1000, metavar="MS",
+    how.add_argument("--measurement-interval", "-p", type=positive_int, default=1000, metavar="MS",
                      help="a measurement window in ms (default 1000)")  # fmt: skip
-    how.add_argument("--max-trials", type=_positive, default=5, metavar="N",
+    how.add_argument("--max-trials", type=positive_int, default=5, metavar="N",
                      help="windows per concurrency before giving up on stability (default 5; "
                      "perf_analyzer's -r)")  # fmt: skip
     how.add_argument(
@@ -98,7 +100,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="windows agree within P%% (default 10)",
     )
-    how.add_argument("-b", "--batch-size", type=_positive, default=1, metavar="N",
+    how.add_argument("-b", "--batch-size", type=positive_int, default=1, metavar="N",
                      help="items per request (default 1)")  # fmt: skip
     how.add_argument("--shape", action="append", default=[], metavar="NAME:D1,D2",
                      help="an input's shape where the model leaves dimensions open "
@@ -109,16 +111,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("-o", "--output", default="reports", metavar="DIR",
                         help="where results.csv, report.html and best_repository/ go "
                         "(default reports)")  # fmt: skip
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def _positive_float(text: str) -> float:

@@ -25,6 +25,8 @@ from __future__ import annotations
 import argparse
 import sys
 
+from naiad.tools.arguments import positive_int
+
 HELP = "make a faster copy of an ONNX model (or export a PyTorch one), checked against the original"
 
 
@@ -76,11 +78,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        "dimensions open (as perf_analyzer's --shape; open dims default to 1)")  # fmt: skip
     check.add_argument("--input-data", metavar="FILE",
                        help="sample inputs: perf_analyzer JSON input data or .npz (default random)")  # fmt: skip
-    check.add_argument("--samples", metavar="N", type=_positive, default=16,
+    check.add_argument("--samples", metavar="N", type=positive_int, default=16,
                        help="random sample requests for the drift check (default 16)")  # fmt: skip
-    check.add_argument("--batch-size", metavar="N", type=_positive, default=1,
+    check.add_argument("--batch-size", metavar="N", type=positive_int, default=1,
                        help="batch size of random samples (default 1)")  # fmt: skip
-    check.add_argument("--requests", metavar="N", type=_positive, default=200,
+    check.add_argument("--requests", metavar="N", type=positive_int, default=200,
                        help="timed requests per version (default 200)")  # fmt: skip
     check.add_argument(
         "--seed", metavar="N", type=int, default=0, help="seed of the random samples"
@@ -89,16 +91,6 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="largest max-abs output difference accepted (default 0.001; "
                        "quantisation needs more)")  # fmt: skip
     check.add_argument("--force", action="store_true", help="write the result whatever its drift")
-
-
-def _positive(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return value
 
 
 def run(args: argparse.Namespace) -> int:

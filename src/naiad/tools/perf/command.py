@@ -15,6 +15,11 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # imported when it runs: `naiad serve` starts no slower for this tool
+    from naiad.tools.perf.measure import StepResult
+    from naiad.tools.perf.settings import PerfSettings
 
 HELP = "measure a model's throughput and latency (perf_analyzer's flags)"
 
@@ -85,7 +90,7 @@ def run(args: argparse.Namespace) -> int:
         return 130
 
 
-def settings_from_args(args: argparse.Namespace) -> object:
+def settings_from_args(args: argparse.Namespace) -> PerfSettings:
     from pathlib import Path
 
     from naiad.tools.perf.settings import (
@@ -166,10 +171,9 @@ def _run(args: argparse.Namespace) -> int:
     from naiad.tools.perf import report
     from naiad.tools.perf.api import client_processes, run_on_new_loop, run_sweep
     from naiad.tools.perf.progress import ProgressLine
-    from naiad.tools.perf.settings import PerfError, PerfSettings
+    from naiad.tools.perf.settings import PerfError
 
     settings = settings_from_args(args)
-    assert isinstance(settings, PerfSettings)
     if args.plot:
         from naiad.tools.perf.plot import check_available
 
@@ -177,10 +181,10 @@ def _run(args: argparse.Namespace) -> int:
     print(report.settings_text(settings, client_processes(settings)), flush=True)
     line = ProgressLine()
 
-    def show(result: object) -> None:
+    def show(result: StepResult) -> None:
         line.clear()
-        print(report.step_text(result, settings), flush=True)  # type: ignore[arg-type]
-        busy = result.client_cpu_percent > 90 * result.processes  # type: ignore[attr-defined]
+        print(report.step_text(result, settings), flush=True)
+        busy = result.client_cpu_percent > 90 * result.processes
         if busy and settings.protocol != "embedded":  # in-process, the server is the client
             print("  Warning: the client used a whole core per process: it, not the server, "
                   "may be the limit (add --client-processes)\n", flush=True)  # fmt: skip

@@ -161,7 +161,7 @@ class Load:
             else _gaps(rate, self.settings.request_distribution)
         )
         running: set[asyncio.Task[None]] = set()
-        sequences = [self._sequence_state() for _ in range(4)] if self.sequences else []
+        sequences = [_Running(self.sequences) for _ in range(4)] if self.sequences else []
         loop = asyncio.get_running_loop()
         due = loop.time()
         try:
@@ -177,31 +177,38 @@ class Load:
             for task in running:
                 task.cancel()
 
-    def _sequence_state(self) -> list[object]:
-        assert self.sequences is not None
-        corrid, step = self.sequences.run()
-        return [corrid, step, 0, asyncio.Lock()]
-
-    async def _scheduled(self, n: int, sequences: list[list[object]]) -> None:
+    async def _scheduled(self, n: int, sequences: list[_Running]) -> None:
         connection = self._idle.pop() if self._idle else await self.target.connect()
         try:
             if not sequences:
                 await self._send(connection, next(self._step), None)
                 return
-            state = sequences[n % len(sequences)]
-            lock = state[3]
-            assert isinstance(lock, asyncio.Lock) and self.sequences is not None
-            async with lock:  # a sequence's requests go one after another
-                corrid, step, i = state[0], state[1], state[2]
-                assert isinstance(corrid, int) and isinstance(step, int) and isinstance(i, int)
-                end = i == self.sequences.length - 1
-                await self._send(connection, step + i, (corrid, i == 0, end))
-                if end:
-                    state[:3] = [*self.sequences.run(), 0]
-                else:
-                    state[2] = i + 1
+            running = sequences[n % len(sequences)]
+            async with running.lock:  # a sequence's requests go one after another
+                await self._send(connection, *running.next_request())
         finally:
             self._idle.append(connection)
+
+
+class _Running:
+    """One of the sequences rate mode keeps going: where it is, and one request at a time."""
+
+    def __init__(self, sequences: Sequences) -> None:
+        self.sequences = sequences
+        self.corrid, self.step = sequences.run()
+        self.index = 0
+        self.lock = asyncio.Lock()
+
+    def next_request(self) -> tuple[int, tuple[int, bool, bool]]:
+        """The step to send and its (correlation id, start, end); a new sequence after the end."""
+        index, length = self.index, self.sequences.length
+        request = (self.step + index, (self.corrid, index == 0, index == length - 1))
+        if index == length - 1:
+            self.corrid, self.step = self.sequences.run()
+            self.index = 0
+        else:
+            self.index = index + 1
+        return request
 
 
 def _gaps(rate: float, distribution: str) -> Iterator[float]:

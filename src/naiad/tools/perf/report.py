@@ -81,7 +81,7 @@ def step_text(result: StepResult, settings: PerfSettings) -> str:
         f"compute output {cout:.0f} usec)",
     ]
     if not result.stable:
-        lines.append(f"  Unstable: no {3} windows in a row agreed within "
+        lines.append("  Unstable: no 3 windows in a row agreed within "
                      f"{settings.stability_percentage:g}% in {result.windows} windows; these "
                      "are the last three (raise --measurement-interval)")  # fmt: skip
     return "\n".join(lines) + "\n"

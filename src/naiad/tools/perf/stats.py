@@ -5,6 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass, fields
 from typing import Any
 
+from naiad.core.statistics import ModelStatistics
+
 
 @dataclass
 class ServerStats:
@@ -36,6 +38,21 @@ class ServerStats:
             compute_output_ns=part("compute_output", "ns"),
             inference_count=int(stats.get("inference_count", 0)),
             execution_count=int(stats.get("execution_count", 0)),
+        )
+
+    @classmethod
+    def of(cls, stats: ModelStatistics) -> ServerStats:
+        """From the data plane's own snapshot (in-process: no protocol in between)."""
+        infer = stats.inference_stats
+        return cls(
+            success_count=infer.success.count,
+            success_ns=infer.success.ns,
+            queue_ns=infer.queue.ns,
+            compute_input_ns=infer.compute_input.ns,
+            compute_infer_ns=infer.compute_infer.ns,
+            compute_output_ns=infer.compute_output.ns,
+            inference_count=stats.inference_count,
+            execution_count=stats.execution_count,
         )
 
     def __sub__(self, other: ServerStats) -> ServerStats:

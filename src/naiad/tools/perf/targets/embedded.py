@@ -93,15 +93,13 @@ class EmbeddedTarget:
         return EmbeddedConnection(self)
 
     async def statistics(self) -> ServerStats:
-        from naiad.frontends.http import render
-
         try:
             stats = self.server.dataplane.statistics(self.settings.model, self.settings.version)
         except NaiadError:
             return ServerStats()
         total = ServerStats()
-        for entry in render.statistics(stats)["model_stats"]:
-            total = total + ServerStats.from_json(entry)
+        for entry in stats:
+            total = total + ServerStats.of(entry)
         return total
 
     async def close(self) -> None:
