@@ -300,13 +300,8 @@ class DataPlane:
 
     def _sequence_owner(self, mv: ModelVersion, request: InferenceRequest) -> int | None:
         """The other worker that holds ``request``'s sequence, or None to run it here."""
-        assert self.cluster is not None
-        sequence = mv.extra.get("sequence")
-        if sequence is None:
-            sequence = mv.extra["sequence"] = mv.config is not None and mv.config.HasField(
-                "sequence_batching"
-            )
-        if not sequence or not request.correlation_id:
+        assert self.cluster is not None and mv.signature is not None
+        if not mv.signature.sequence or not request.correlation_id:
             return None  # the sequence batcher refuses it wherever it runs
         owner = self.cluster.owner(request.correlation_id)
         return None if owner == self.cluster.index else owner
