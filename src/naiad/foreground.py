@@ -17,16 +17,12 @@ import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
 from naiad.engine.options import ServerOptions, flag_of
 from naiad.engine.peers import Cluster
 from naiad.repository.sources import is_url
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger("naiad")
 

@@ -4,9 +4,9 @@ One naiad process answers on one event loop, near one core.  With
 ``--workers N`` the ``naiad serve`` process becomes a supervisor that loads
 no model: it holds the HTTP and gRPC ports and starts N workers, each a
 complete naiad server with every model, binding those ports with
-SO_REUSEPORT, so the kernel spreads connections over them and no request
-crosses a process (docs/workers.md says why this design and what it
-changes).  The supervisor
+SO_REUSEPORT, so the kernel spreads connections over them and a request
+is answered where it arrived (docs/workers.md says why this design and what
+it changes).  The supervisor
 
 - starts the workers and waits until every one has loaded its models;
 - restarts a worker that dies (its in-flight requests fail with their
