@@ -1,9 +1,9 @@
 """HTTP/2 and gRPC wire facts the server needs (RFC 9113, RFC 7541, gRPC's PROTOCOL-HTTP2).
 
-Only the server side: frame headers are packed here, header blocks are
-*decoded* by ``hpack`` (the dynamic table and Huffman code are its job) and
-*encoded* here as literals that never touch the peer's table, which is all
-a server answering with a handful of fixed headers needs.
+Frame headers are packed here, header blocks are *decoded* by ``hpack`` (the
+dynamic table and Huffman code are its job) and *encoded* here as literals,
+which is all a server answering with a handful of fixed headers needs (and
+``naiad perf``'s gRPC client, :mod:`naiad.tools.perf.targets.h2`, reuses).
 """
 
 from __future__ import annotations
