@@ -67,6 +67,12 @@ def test_naiad_then_the_newest_tritonclient_all(venv: Path, tmp_path: Path) -> N
                     tensor.set_data_from_numpy(ones)
                 assert client.infer("add_sub", inputs).as_numpy("OUTPUT0").tolist() == [2.0] * 4
                 client.close()
+            # the dashboard's files are in the wheel: the page and the script it loads
+            import re, urllib.request
+            base = f"http://127.0.0.1:{{server.http_port}}/dashboard/"
+            page = urllib.request.urlopen(base).read().decode()
+            script = re.search(r'<script[^>]* src="([^"]+)"', page).group(1)
+            assert urllib.request.urlopen(base + script).status == 200
         from importlib.resources import files
         for package in ("naiad", "triton_python_backend_utils"):  # PEP 561: typed packages
             assert files(package).joinpath("py.typed").is_file(), package

@@ -123,7 +123,12 @@ class Server:
                 raise Unavailable(start_error(name, self.options, exc)) from None
             self.frontends[name] = frontend
             address = getattr(self.options, f"{name}_address", None) or self.options.http_address
+            self.dataplane.endpoints[name] = f"{address}:{frontend.port}"
             log.info("started %s service at %s:%d", name, address, frontend.port)
+            if name == "http" and self.options.allow_dashboard:
+                from naiad.frontends.http.dashboard import dashboard_url
+
+                log.info("dashboard at %s", dashboard_url(self.options, address, frontend.port))
 
     async def stop_async(self, timeout: float | None = None) -> None:
         """Stop accepting work, drain what is in flight, unload every model."""

@@ -25,7 +25,7 @@ import tritonclient.utils.shared_memory as shm
 from scheduling.sequence_models import acc_state
 from support import onnx_models
 from support.onnx_models import write_config
-from support.workers import DEADLINE_S, Served
+from support.workers import DEADLINE_S, Served, infer
 
 pytestmark = pytest.mark.e2e
 
@@ -226,6 +226,25 @@ def test_model_control_and_shared_memory_reach_every_worker(explicit):
     config.pop("dynamic_batching", None)  # auto-completed for batch size 8
     control.load_model("add_sub", config=json.dumps(config))
     assert {c.get_model_config("add_sub")["max_batch_size"] for c in _fresh(explicit)} == {2}
+
+    # The dashboard's live counters are the whole server's, whichever worker answers.
+    for _ in range(6):
+        assert infer(explicit.http, [1.0, 2.0, 3.0, 4.0]) == [2.0, 3.0, 4.0, 5.0]
+    answered = set()
+    for _ in range(8):
+        url = f"http://127.0.0.1:{explicit.http}/dashboard/api"
+        with urllib.request.urlopen(f"{url}/live") as reply:
+            (add_sub,) = json.loads(reply.read())["models"]
+        assert (add_sub["name"], add_sub["success"]) == ("add_sub", 6)
+        with urllib.request.urlopen(f"{url}/server") as reply:
+            server = json.loads(reply.read())
+        assert server["workers"] == 2
+        assert server["endpoints"] == {
+            "http": f"127.0.0.1:{explicit.http}",
+            "grpc": f"127.0.0.1:{explicit.grpc}",
+        }
+        answered.add(server["worker"])
+    assert answered <= {0, 1}
 
     # A region registered through one connection serves requests on any.
     key = f"/naiad_workers_{os.getpid()}"

@@ -13,7 +13,7 @@ from naiad.config.platform import (
     KNOWN_PLATFORMS,
     fill_platform_and_backend,
 )
-from naiad.config.render import config_to_dict, config_to_json
+from naiad.config.render import config_to_dict, config_to_json, config_to_pbtxt
 from naiad.config.validate import validate, validate_all
 
 __all__ = [
@@ -27,6 +27,7 @@ __all__ = [
     "config_from_json",
     "config_to_dict",
     "config_to_json",
+    "config_to_pbtxt",
     "fill_platform_and_backend",
     "normalize",
     "parse_config_text",

@@ -13,7 +13,7 @@ import inspect
 import json
 from typing import Any
 
-from google.protobuf import json_format
+from google.protobuf import json_format, text_format
 from google.protobuf.descriptor import Descriptor
 
 from naiad.config.model_config_pb2 import ModelConfig
@@ -52,6 +52,11 @@ def config_to_dict(config: ModelConfig) -> dict[str, Any]:
 def config_to_json(config: ModelConfig) -> str:
     """Compact JSON text of :func:`config_to_dict` (the HTTP config body)."""
     return json.dumps(config_to_dict(config), separators=(",", ":"))
+
+
+def config_to_pbtxt(config: ModelConfig) -> str:
+    """The config as protobuf text, the form of a config.pbtxt file (the dashboard shows it)."""
+    return text_format.MessageToString(config)
 
 
 def _print_options() -> dict[str, bool]:

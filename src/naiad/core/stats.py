@@ -9,7 +9,10 @@ The Prometheus endpoint reads the same counters at scrape time
 
 from __future__ import annotations
 
+import collections
+import math
 import time
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Kind
@@ -123,6 +126,7 @@ class ModelStats:
         "pending",
         "last_compute",
         "latency",
+        "recent",
         "created_ns",
         "load_ns",
     )
@@ -153,6 +157,8 @@ class ModelStats:
         self.last_compute: tuple[int, int, int] = (0, 0, 0)
         #: Per-request latency histograms/summaries, when the metrics config asks.
         self.latency: LatencyRecorder | None = None
+        #: The latest successes, once the dashboard has asked for live percentiles.
+        self.recent: RecentRequests | None = None
         #: Created when loading starts; ``load_ns`` set by :meth:`record_load`.
         self.created_ns = time.monotonic_ns()
         self.load_ns: int | None = None
@@ -205,9 +211,12 @@ class ModelStats:
         d = self.queue
         d.count += 1
         d.ns += queue_ns
-        self.last_inference_ms = time.time_ns() // 1_000_000
+        now = time.time_ns()
+        self.last_inference_ms = now // 1_000_000
         if self.latency is not None:
             self.latency.on_success(request_ns, queue_ns)
+        if self.recent is not None:
+            self.recent.add(now, request_ns)
 
     def record_failure(self, request_ns: int, reason: int = OTHER) -> None:
         self.fail.add(request_ns)
@@ -258,3 +267,32 @@ class ModelStats:
                 for size, b in sorted(self.batches.items())
             ),
         )
+
+
+class RecentRequests:
+    """The end times and durations of a version's latest successful requests.
+
+    The dashboard's live p50/p99 need per-request durations, which the
+    statistics extension only keeps as sums.  A version gets one the first
+    time the dashboard asks, so a server nobody watches pays one ``is None``
+    check per request; a watched one, one append to a bounded deque.
+    """
+
+    __slots__ = ("_done",)
+
+    def __init__(self, cap: int = 4096) -> None:
+        self._done: collections.deque[tuple[int, int]] = collections.deque(maxlen=cap)
+
+    def add(self, end_ns: int, request_ns: int) -> None:
+        self._done.append((end_ns, request_ns))
+
+    def since(self, start_ns: int) -> list[int]:
+        """Durations (ns) of the requests that ended at or after ``start_ns`` (wall clock), sorted."""
+        return sorted(d for end, d in self._done if end >= start_ns)
+
+
+def quantile(ordered: Sequence[int], q: float) -> int | None:
+    """The nearest-rank quantile of sorted values (None for none)."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]

@@ -27,6 +27,7 @@ from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, Respon
 from naiad.core.validation import validate_request
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
+from naiad.engine.live import LiveVersion, live_versions
 from naiad.engine.loader import ModelLoader
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
@@ -94,6 +95,10 @@ class DataPlane:
         self._per_request_metrics = options.allow_metrics and self.metrics.config.per_request
         self.started = False
         self.stopping = False
+        #: When the server was created (wall clock, seconds): its uptime starts here.
+        self.start_time = time.time()
+        #: Where each frontend listens ("http" -> "0.0.0.0:8000"), set as each one opens.
+        self.endpoints: dict[str, str] = {}
         self.event_loop: asyncio.AbstractEventLoop | None = None
         # Start-up loading, explicit load/unload, polling and the repository index.
         self.control = ModelControl(self.registry, self.loader, options)
@@ -368,6 +373,10 @@ class DataPlane:
                     f"requested model version is not available for model '{name}'"
                 )
         return [mv.stats.snapshot(mv.name, mv.version) for mv in chosen]
+
+    def live_versions(self) -> list[LiveVersion]:
+        """Queue depth and recent p50/p99 of every ready version, in this process (the dashboard)."""
+        return live_versions(self.registry)
 
     # -- model repository ---------------------------------------------------------
 

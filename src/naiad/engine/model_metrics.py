@@ -216,7 +216,7 @@ class ModelMetrics:
                 "nv_inference_pending_request_count",
                 _PENDING_HELP,
                 "gauge",
-                [Sample("", lb, _pending(mv)) for mv, lb in live],
+                [Sample("", lb, pending_requests(mv)) for mv, lb in live],
             )
         )
         out.append(
@@ -256,7 +256,7 @@ class ModelMetrics:
         return out
 
 
-def _pending(mv: ModelVersion) -> int:
+def pending_requests(mv: ModelVersion) -> int:
     """Queued requests, kept within what the scheduler still holds (never negative)."""
     in_flight = mv.scheduler.in_flight if mv.scheduler is not None else 0
     return max(0, min(mv.stats.pending, in_flight))

@@ -388,6 +388,10 @@ class ServerOptions:
     allow_http: bool = option(True, "--allow-http", FRONTENDS, "serve HTTP/REST")
     allow_grpc: bool = option(True, "--allow-grpc", FRONTENDS, "serve gRPC")
     allow_metrics: bool = option(True, "--allow-metrics", FRONTENDS, "serve Prometheus metrics")
+    allow_dashboard: bool = option(
+        True, "--allow-dashboard", FRONTENDS,
+        "serve the web dashboard at /dashboard/ on the HTTP port (docs/dashboard.md)",
+    )  # fmt: skip
     # Metrics (see naiad.metrics).
     allow_cpu_metrics: bool = option(
         True, "--allow-cpu-metrics", OBSERVABILITY, "report CPU utilisation and memory",

@@ -1,4 +1,5 @@
-"""Dispatch: route, check the method and restricted-API header, call the endpoint.
+"""Dispatch: route (the v2 API, else the dashboard), check the method and
+restricted-API header, call the endpoint.
 
 The only place where errors turn into HTTP responses for synchronous
 endpoints (asynchronous ones are caught by the connection the same way).
@@ -13,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http import generate, handlers, routes
+from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
 
@@ -92,23 +94,42 @@ class HttpApp:
             if name not in self.table:
                 func = getattr(handlers, name)
                 self.table[name] = _bind(func, dp)
+        self.dashboard = Dashboard(dp, self.restricted) if options.allow_dashboard else None
 
     def handle(self, req: Request) -> Result:
         if req.error is not None:
             return error_response(*req.error)
         found = routes.match(req.path)
         if found is None:
-            return error_response(404, "Not Found")
+            return self._dashboard(req)
         endpoint, args = found
         methods, category = ENDPOINTS[endpoint]
+        return self._call(req, methods, category, self.table[endpoint], args)
+
+    def _dashboard(self, req: Request) -> Result:
+        route = self.dashboard.match(req.path) if self.dashboard is not None else None
+        if route is None:
+            return error_response(404, "Not Found")
+        func, args, category = route
+        return self._call(req, GET, category, func, args)
+
+    def _call(
+        self,
+        req: Request,
+        methods: tuple[str, ...],
+        category: str | None,
+        func: Callable[..., Result],
+        args: tuple[Any, ...],
+    ) -> Result:
+        """Check the method and the restricted-API header, then run the endpoint."""
         if req.method not in methods:
             return error_response(405, "Method Not Allowed")
-        if self.restricted:
+        if self.restricted and category is not None:
             rule = self.restricted.get(category)
             if rule is not None and req.headers.get(rule[0]) != rule[1]:
                 return error_response(403, f"This API is restricted, expecting header '{rule[0]}'")
         try:
-            return self.table[endpoint](req, *args)
+            return func(req, *args)
         except NaiadError as exc:
             return naiad_error_response(exc)
         except Exception as exc:  # a bug must still answer the client

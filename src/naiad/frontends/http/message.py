@@ -18,6 +18,7 @@ OCTET = b"application/octet-stream"
 REASONS = {
     100: "Continue",
     200: "OK",
+    301: "Moved Permanently",
     400: "Bad Request",
     403: "Forbidden",
     404: "Not Found",

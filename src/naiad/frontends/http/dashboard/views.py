@@ -1,0 +1,95 @@
+"""The dashboard's own read-only JSON views: what a page needs that the v2 API lacks.
+
+Each is guarded by the restricted-API category of the data it shows
+(``site.ROUTES``), so a restriction on the v2 endpoint holds here too.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+from datetime import datetime, timezone
+from typing import TYPE_CHECKING, Any
+
+from naiad._version import __version__
+from naiad.config import config_to_pbtxt
+from naiad.frontends.http.encode import dumps
+from naiad.frontends.http.message import Request, Response, json_response
+from naiad.repository import is_url
+
+if TYPE_CHECKING:
+    from naiad.engine.dataplane import DataPlane
+
+
+def server(dp: DataPlane, req: Request, restricted: dict[str, str]) -> Response:
+    """Facts about the server a person asks first: what runs, since when, where, how."""
+    meta = dp.server_metadata()
+    options = dp.options
+    endpoints = dict(dp.endpoints)
+    if dp.cluster is not None:  # a worker's metrics port is private (the supervisor's is public)
+        endpoints.pop("metrics", None)
+    doc = {
+        "name": meta.name,
+        "version": __version__,
+        "triton_version": meta.version,
+        "extensions": list(meta.extensions),
+        "uptime_s": round(time.time() - dp.start_time, 3),
+        "start_time": datetime.fromtimestamp(dp.start_time, timezone.utc).strftime(
+            "%Y-%m-%dT%H:%M:%SZ"
+        ),
+        "model_control_mode": options.model_control_mode,
+        "repositories": [_where(str(r)) for r in options.model_repositories],
+        "endpoints": endpoints,
+        # with --workers, the worker answering this request (each serves the dashboard)
+        "workers": dp.cluster.count if dp.cluster is not None else 1,
+        "worker": dp.cluster.index if dp.cluster is not None else 0,
+        "pid": os.getpid(),
+        # category -> the header it needs: the name only, as Triton's 403 message says it
+        "restricted": restricted,
+    }
+    return json_response(dumps(doc))
+
+
+async def live(dp: DataPlane, req: Request) -> Response:
+    """Cumulative counters (the whole server's) with queue depth and recent percentiles."""
+    extra = {(v.name, str(v.version)): v for v in dp.live_versions()}
+    models: list[dict[str, Any]] = []
+    for s in await dp.server_statistics():
+        stats = s.inference_stats
+        v = extra.get((s.name, s.version))
+        models.append(
+            {
+                "name": s.name,
+                "version": s.version,
+                "success": stats.success.count,
+                "fail": stats.fail.count,
+                "success_ns": stats.success.ns,
+                "queue_ns": stats.queue.ns,
+                "inference_count": s.inference_count,
+                "execution_count": s.execution_count,
+                "pending": v.pending if v else 0,
+                "window_count": v.window_count if v else 0,
+                "p50_us": _us(v.p50_ns) if v else None,
+                "p99_us": _us(v.p99_ns) if v else None,
+            }
+        )
+    doc = {
+        "time_ms": time.time_ns() // 1_000_000,
+        "uptime_s": round(time.time() - dp.start_time, 3),
+        "models": models,
+    }
+    return json_response(dumps(doc))
+
+
+def config_pbtxt(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+    """The loaded config as config.pbtxt text (errors as for ``/v2/models/<name>/config``)."""
+    text = config_to_pbtxt(dp.model_config(name, version))
+    return Response(200, [text.encode()], b"text/plain; charset=utf-8")
+
+
+def _where(repository: str) -> str:
+    return repository if is_url(repository) else os.path.abspath(repository)
+
+
+def _us(ns: int | None) -> float | None:
+    return None if ns is None else round(ns / 1000, 1)

@@ -1,0 +1,391 @@
+"""The dashboard in a real browser (headless Chromium) against ``naiad serve``.
+
+Each test drives the pages as a person would (links, buttons, the confirmation
+dialog, file uploads) and checks what the page shows, and where the page changes
+the server, checks with tritonclient that the server agrees. Screenshots of the
+pages go to $NAIAD_TEST_ARTIFACTS (else build/test-artifacts/dashboard/).
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+import tritonclient.http as httpclient
+from selenium.common.exceptions import StaleElementReferenceException
+from selenium.webdriver.chrome.webdriver import WebDriver
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
+from support.browser import (
+    PHONE,
+    assert_no_console_errors,
+    chromium,
+    require_chromium,
+    screenshot,
+    set_viewport,
+)
+from support.served import Served, naiad_serve
+
+pytestmark = pytest.mark.e2e
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = ROOT / "examples" / "model_repository"
+DIGITS = ROOT / "examples" / "runner" / "digits"
+MODELS = sorted(p.parent.name for p in EXAMPLES.glob("*/1"))
+WAIT = 20  # seconds: a page, a model load or an inference on a busy machine
+FORBIDDEN = "This API is restricted, expecting header 'admin-key'"
+
+
+@pytest.fixture(scope="module")
+def server() -> Iterator[Served]:
+    require_chromium()  # skip before starting a server that no browser will use
+    with naiad_serve(EXAMPLES, "--model-control-mode", "explicit", "--load-model", "*") as s:
+        yield s
+
+
+@pytest.fixture(scope="module")
+def restricted() -> Iterator[Served]:
+    require_chromium()
+    flags = ("--model-control-mode", "explicit", "--load-model", "*")
+    with naiad_serve(
+        EXAMPLES, *flags, "--http-restricted-api", "model-repository:admin-key=secret"
+    ) as s:
+        yield s
+
+
+@pytest.fixture
+def browser() -> Iterator[WebDriver]:
+    with chromium() as driver:
+        yield driver
+
+
+def client(served: Served) -> httpclient.InferenceServerClient:
+    return httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
+
+
+def url(served: Served, route: str = "") -> str:
+    return f"http://127.0.0.1:{served.http_port}/dashboard/{route}"
+
+
+def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = WAIT) -> Any:
+    # pages re-render parts of themselves: an element found a moment ago may be gone
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
+    ).until(condition)
+
+
+def find(driver: WebDriver, css: str) -> WebElement:
+    """The element once it is in the page (pages render after their fetches)."""
+    return wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
+
+
+def texts(driver: WebDriver, css: str) -> list[str]:
+    return [e.text.strip() for e in driver.find_elements(By.CSS_SELECTOR, css)]
+
+
+def state_of(driver: WebDriver, model: str) -> str | None:
+    """The state the Models page shows for ``model`` (its first version's row)."""
+    return driver.execute_script(  # type: ignore[no-any-return]
+        'const row = document.querySelector(`#models-table tr[data-model="${arguments[0]}"]`);'
+        "return row ? row.dataset.state : null;",
+        model,
+    )
+
+
+def confirm(driver: WebDriver) -> None:
+    """Press the dialog's confirm button, which has the focus when the dialog opens."""
+    dialog = find(driver, "dialog#confirm-dialog[open]")
+    ok = dialog.find_element(By.ID, "confirm-ok")
+    wait(driver, lambda d: d.switch_to.active_element == ok)
+    ok.click()
+    wait(driver, lambda d: not dialog.get_attribute("open"))
+
+
+def type_into(element: WebElement, text: str) -> None:
+    element.clear()
+    element.send_keys(text)
+
+
+def run_model(driver: WebDriver) -> WebElement:
+    """Press Run and wait for the result's status line (ok or error)."""
+    find(driver, "#tryit-run").click()
+    return wait(  # type: ignore[no-any-return]
+        driver,
+        lambda d: d.find_element(By.CSS_SELECTOR, "#tryit-status [data-outcome]"),
+    )
+
+
+def cells(driver: WebDriver, output: str) -> list[str]:
+    return texts(driver, f"#output-{output} tbody td")
+
+
+def test_models_page_lists_every_example_model_ready(server: Served, browser: WebDriver) -> None:
+    browser.get(url(server))
+    find(browser, "#live-models")  # the Server page is the first page
+    browser.find_element(By.CSS_SELECTOR, 'a[data-nav="models"]').click()
+    wait(browser, lambda d: all(state_of(d, m) == "READY" for m in MODELS))
+    assert sorted(set(texts(browser, "#models-table tbody th a"))) == MODELS
+    repeat = browser.find_element(By.CSS_SELECTOR, '#models-table tr[data-model="repeat"]')
+    assert "decoupled" in repeat.text
+    identity = browser.find_element(By.CSS_SELECTOR, '#models-table tr[data-model="identity"]')
+    assert "max batch 4" in identity.text and "2 × CPU" in identity.text
+    screenshot(browser, "models.png")
+    dark = {"features": [{"name": "prefers-color-scheme", "value": "dark"}]}
+    browser.execute_cdp_cmd("Emulation.setEmulatedMedia", dark)
+    screenshot(browser, "models-dark.png")
+    assert_no_console_errors(browser)
+
+
+def test_unload_and_load_from_the_models_page(server: Served, browser: WebDriver) -> None:
+    triton = client(server)
+    try:
+        browser.get(url(server, "#/models"))
+        wait(browser, lambda d: state_of(d, "add_sub") == "READY")
+        find(browser, 'button[data-action="unload"][data-model="add_sub"]').click()
+        confirm(browser)
+        wait(browser, lambda d: state_of(d, "add_sub") == "UNAVAILABLE")
+        assert "Unloaded add_sub" in find(browser, "#action-result").text
+        assert not triton.is_model_ready("add_sub")
+
+        find(browser, 'button[data-action="load"][data-model="add_sub"]').click()
+        confirm(browser)
+        wait(browser, lambda d: state_of(d, "add_sub") == "READY")
+        assert "Loaded add_sub" in find(browser, "#action-result").text
+        assert triton.is_model_ready("add_sub")
+
+        # Esc cancels: nothing is sent, the model stays loaded
+        find(browser, 'button[data-action="unload"][data-model="add_sub"]').click()
+        dialog = find(browser, "dialog#confirm-dialog[open]")
+        browser.switch_to.active_element.send_keys(Keys.ESCAPE)
+        wait(browser, lambda d: not dialog.get_attribute("open"))
+        assert triton.is_model_ready("add_sub")
+        assert state_of(browser, "add_sub") == "READY"
+        assert_no_console_errors(browser)
+    finally:
+        if not triton.is_model_ready("add_sub"):
+            triton.load_model("add_sub")
+        triton.close()
+
+
+def test_add_sub_from_its_page(server: Served, browser: WebDriver) -> None:
+    browser.get(url(server, "#/models/add_sub"))
+    type_into(find(browser, "#input-INPUT0"), "[1, 2, 3, 4]")
+    type_into(find(browser, "#input-INPUT1"), "[10, 20, 30, 40]")
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "ok", status.text
+    assert cells(browser, "OUTPUT0") == ["11", "22", "33", "44"]
+    assert cells(browser, "OUTPUT1") == ["-9", "-18", "-27", "-36"]
+    # the rest of the page: metadata, the config as text, statistics that count the run
+    assert "INPUT0" in find(browser, "#meta-inputs").text
+    assert 'name: "add_sub"' in find(browser, "#config-pbtxt").text
+    wait(browser, lambda d: int(d.find_element(By.ID, "stats-success-1").text) >= 1)
+    screenshot(browser, "model-add_sub.png")
+    assert_no_console_errors(browser)
+
+
+@pytest.mark.parametrize(("digit", "label"), [(3, "three"), (7, "seven")])
+def test_image_upload_classifies_a_digit(
+    server: Served, browser: WebDriver, digit: int, label: str
+) -> None:
+    browser.get(url(server, "#/models/image_classifier"))
+    find(browser, "#invert-IMAGE").click()
+    find(browser, "#file-IMAGE").send_keys(str(DIGITS / f"{digit}.png"))
+    find(browser, "#preview-IMAGE canvas")  # the resized image is shown
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "ok", status.text
+    rows = browser.find_elements(By.CSS_SELECTOR, "#output-PROBABILITIES tbody tr")
+    assert len(rows) == 5  # min(5, ten classes)
+    assert rows[0].get_attribute("data-label") == label
+    assert rows[0].find_element(By.CSS_SELECTOR, "td.label").text == label
+    screenshot(browser, f"tryit-image-{digit}.png")
+    if digit == 3:
+        screenshot(browser, "tryit-image.png")
+    assert_no_console_errors(browser)
+
+
+def test_text_model_and_streamed_responses(server: Served, browser: WebDriver) -> None:
+    browser.get(url(server, "#/models/string_upper"))
+    type_into(find(browser, "#input-TEXT"), "hello\nnaiad dashboard")
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "ok", status.text
+    assert cells(browser, "UPPER") == ["HELLO", "NAIAD DASHBOARD"]
+
+    browser.get(url(server, "#/models/repeat"))
+    type_into(find(browser, "#input-IN"), "[5, 6, 7]")
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "ok", status.text
+    assert status.get_attribute("data-count") == "3"
+    rows = browser.find_elements(By.CSS_SELECTOR, "#stream-table tbody tr")
+    assert [r.get_attribute("data-index") for r in rows] == ["0", "1", "2"]
+    for row, value in zip(rows, (5, 6, 7), strict=True):
+        assert f'"OUT":{value}' in row.text
+    screenshot(browser, "model-repeat-stream.png")
+    assert_no_console_errors(browser)
+
+
+def test_server_page_shows_live_throughput(server: Served, browser: WebDriver) -> None:
+    browser.get(url(server))
+    assert find(browser, "#server-version").text.startswith("naiad ")
+    assert find(browser, "#server-mode").text == "explicit"
+    assert "model_repository" in find(browser, "#server-extensions").text
+    uptime = find(browser, "#server-uptime").text
+    assert uptime.endswith("s")
+
+    stop = threading.Event()
+    sent = [0]
+
+    def load() -> None:
+        triton = client(server)
+        x = httpclient.InferInput("INPUT0", [4], "FP32")
+        x.set_data_from_numpy(np.arange(4, dtype=np.float32))
+        y = httpclient.InferInput("INPUT1", [4], "FP32")
+        y.set_data_from_numpy(np.ones(4, dtype=np.float32))
+        try:
+            while not stop.is_set():
+                triton.infer("add_sub", [x, y])
+                sent[0] += 1
+        finally:
+            triton.close()
+
+    thread = threading.Thread(target=load, daemon=True)
+    thread.start()
+    try:
+        chart = find(browser, "#chart-throughput")
+        wait(
+            browser,
+            lambda d: (
+                float(d.find_element(By.ID, "throughput-now").get_attribute("data-value") or 0) > 0
+            ),
+        )
+        wait(browser, lambda d: int(chart.get_attribute("data-nonzero") or 0) >= 3)
+        assert int(chart.get_attribute("data-points") or 0) >= 3
+        latency = browser.find_element(By.ID, "chart-latency")
+        wait(browser, lambda d: int(latency.get_attribute("data-nonzero") or 0) >= 1)
+        row = find(browser, '#live-models tr[data-model="add_sub"]')
+        assert int(row.find_element(By.CSS_SELECTOR, ".c-success").text.replace("\u2009", "")) > 0
+        assert row.find_element(By.CSS_SELECTOR, ".c-p99").text != "—"
+        screenshot(browser, "server.png")
+    finally:
+        stop.set()
+        thread.join(30)
+    assert sent[0] > 0
+    assert_no_console_errors(browser)
+
+
+def test_restricted_unload_needs_the_header(restricted: Served, browser: WebDriver) -> None:
+    triton = client(restricted)
+    admin = {"admin-key": "secret"}
+    try:
+        browser.get(url(restricted, "#/models"))
+        # the index is restricted: the page says so and lists the loaded models it can see
+        wait(browser, lambda d: FORBIDDEN in d.find_element(By.ID, "banner").text)
+        assert "Access settings" in find(browser, "#banner").text
+        wait(browser, lambda d: state_of(d, "add_sub") == "READY")
+        find(browser, 'button[data-action="unload"][data-model="add_sub"]').click()
+        confirm(browser)
+        wait(browser, lambda d: FORBIDDEN in d.find_element(By.ID, "action-result").text)
+        assert FORBIDDEN in find(browser, "#banner").text
+        assert triton.is_model_ready("add_sub")
+        assert_no_console_errors(browser, expected=["status of 403"])
+
+        browser.find_element(By.CSS_SELECTOR, "#banner a[href='#/settings']").click()
+        type_into(find(browser, "#header-name-0"), "admin-key")
+        type_into(find(browser, "#header-value-0"), "secret")
+        find(browser, "#access-save").click()
+        wait(browser, lambda d: "admin-key" in d.find_element(By.ID, "access-status").text)
+        assert "admin-key" in find(browser, "#access-needs").text
+        screenshot(browser, "settings.png")
+
+        browser.find_element(By.CSS_SELECTOR, 'a[data-nav="models"]').click()
+        wait(browser, lambda d: state_of(d, "string_upper") == "READY")
+        assert not browser.find_elements(By.ID, "index-fallback")  # the real index now
+        find(browser, 'button[data-action="unload"][data-model="add_sub"]').click()
+        confirm(browser)
+        wait(browser, lambda d: state_of(d, "add_sub") == "UNAVAILABLE")
+        assert not triton.is_model_ready("add_sub")
+        assert_no_console_errors(browser)
+    finally:
+        if not triton.is_model_ready("add_sub"):
+            triton.load_model("add_sub", headers=admin)
+        triton.close()
+
+
+def test_bad_input_shows_the_message_and_the_page_recovers(
+    server: Served, browser: WebDriver
+) -> None:
+    browser.get(url(server, "#/models/add_sub"))
+    type_into(find(browser, "#input-INPUT0"), "[1, 2]")
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "error"
+    assert "unexpected shape for input 'INPUT0'" in status.text
+    assert "unexpected shape for input 'INPUT0'" in find(browser, "#banner").text
+    assert_no_console_errors(browser, expected=["status of 400"])
+
+    type_into(find(browser, "#input-INPUT0"), "[1, 2,")  # not JSON: the form says so
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "form-error"
+    assert "INPUT0: not valid JSON" in status.text
+    textarea = browser.find_element(By.ID, "input-INPUT0")
+    assert textarea.get_attribute("aria-invalid") == "true"
+    assert browser.switch_to.active_element == textarea
+
+    type_into(textarea, "[1, 1, 1, 1]")
+    type_into(find(browser, "#input-INPUT1"), "[1, 2, 3, 4]")
+    status = run_model(browser)
+    assert status.get_attribute("data-outcome") == "ok", status.text
+    assert cells(browser, "OUTPUT0") == ["2", "3", "4", "5"]
+    assert_no_console_errors(browser)
+
+
+def test_phone_width_has_no_page_overflow(server: Served, browser: WebDriver) -> None:
+    set_viewport(browser, *PHONE)
+    for route, name in (("#/models", "phone-models.png"), ("#/", "phone-server.png"),
+                        ("#/models/image_classifier", "phone-model.png")):  # fmt: skip
+        browser.get(url(server, route))
+        find(browser, "#models-table, #live-models, #tryit-form")
+        width, inner = browser.execute_script(
+            "return [document.documentElement.scrollWidth, window.innerWidth]"
+        )
+        assert inner == PHONE[0]
+        assert width <= inner, f"{route}: the page is {width}px wide in a {inner}px window"
+        screenshot(browser, name)
+    # the wide models table scrolls inside its own box instead
+    browser.get(url(server, "#/models"))
+    wrap = find(browser, "#models-table").find_element(By.XPATH, "..")
+    scroll, client_width = browser.execute_script(
+        "return [arguments[0].scrollWidth, arguments[0].clientWidth]", wrap
+    )
+    assert scroll > client_width
+    assert_no_console_errors(browser)
+
+
+def test_keyboard_reaches_the_navigation(server: Served, browser: WebDriver) -> None:
+    browser.get(url(server))
+    find(browser, "#live-models")
+    body = browser.find_element(By.TAG_NAME, "body")
+    body.send_keys(Keys.TAB)
+    first = browser.switch_to.active_element
+    assert first.get_attribute("id") == "skip-link"
+    focused: list[str] = []
+    for _ in range(6):
+        browser.switch_to.active_element.send_keys(Keys.TAB)
+        focused.append(browser.switch_to.active_element.text)
+        if focused[-1] == "Models":
+            break
+    assert focused[-1] == "Models", focused
+    assert browser.switch_to.active_element.get_attribute("aria-current") is None
+    browser.switch_to.active_element.send_keys(Keys.ENTER)
+    wait(browser, lambda d: d.execute_script("return location.hash") == "#/models")
+    find(browser, "#models-table")
+    heading = browser.find_element(By.TAG_NAME, "h1")
+    assert heading.text == "Models"
+    wait(browser, lambda d: d.switch_to.active_element == heading)  # focus follows the page
+    active = browser.find_element(By.CSS_SELECTOR, 'a[data-nav="models"]')
+    assert active.get_attribute("aria-current") == "page"
+    assert_no_console_errors(browser)
