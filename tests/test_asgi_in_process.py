@@ -53,6 +53,13 @@ async def test_the_owned_server_runs_on_the_callers_loop_under_a_prefix(repo: Pa
         metrics = await client.get("/triton/metrics")
         assert 'nv_inference_count{model="add_sub",version="1"} 1' in metrics.text
         assert (await client.post("/triton/metrics")).status_code == 405
+        # the dashboard below the mount point: a relative redirect, its page, its views
+        moved = await client.get("/triton/dashboard")
+        assert (moved.status_code, moved.headers["location"]) == (301, "dashboard/")
+        page = await client.get("/triton/dashboard/")
+        assert page.status_code == 200 and 'src="app.js"' in page.text
+        live = (await client.get("/triton/dashboard/api/live")).json()
+        assert [(m["name"], m["success"]) for m in live["models"]] == [("add_sub", 1)]
     assert not app.server.dataplane.model_ready("add_sub")  # stopped with the lifespan
 
 

@@ -8,6 +8,7 @@ pages go to $NAIAD_TEST_ARTIFACTS (else build/test-artifacts/dashboard/).
 
 from __future__ import annotations
 
+import shutil
 import threading
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -140,6 +141,34 @@ def test_models_page_lists_every_example_model_ready(server: Served, browser: We
     browser.execute_cdp_cmd("Emulation.setEmulatedMedia", dark)
     screenshot(browser, "models-dark.png")
     assert_no_console_errors(browser)
+
+
+def test_a_failed_load_shows_its_error(tmp_path: Path, browser: WebDriver) -> None:
+    repo = tmp_path / "models"
+    shutil.copytree(EXAMPLES / "add_sub", repo / "add_sub")
+    (repo / "broken" / "1").mkdir(parents=True)
+    (repo / "broken" / "1" / "model.onnx").write_bytes(b"not an onnx file")
+    (repo / "broken" / "config.pbtxt").write_text('backend: "onnxruntime"\n')
+    with naiad_serve(repo, "--exit-on-error=false") as served:
+        browser.get(url(served, "#/models"))
+        wait(browser, lambda d: state_of(d, "broken") == "UNAVAILABLE")
+        row = browser.find_element(By.CSS_SELECTOR, '#models-table tr[data-model="broken"]')
+        reason = row.find_element(By.CSS_SELECTOR, ".reason").text
+        # the server's own words, as the repository index gives them
+        triton = client(served)
+        index = triton.get_model_repository_index()
+        triton.close()
+        expected = next(m["reason"] for m in index if m["name"] == "broken")
+        assert reason == expected and "model.onnx" in reason
+        assert state_of(browser, "add_sub") == "READY"
+        # not explicit mode: the buttons say why they cannot be used
+        assert "--model-control-mode explicit" in find(browser, "#mode-note").text
+        unload = browser.find_element(
+            By.CSS_SELECTOR, 'button[data-action="unload"][data-model="add_sub"]'
+        )
+        assert not unload.is_enabled()
+        screenshot(browser, "models-failed-load.png")
+        assert_no_console_errors(browser)
 
 
 def test_unload_and_load_from_the_models_page(server: Served, browser: WebDriver) -> None:
