@@ -47,25 +47,17 @@ class Dashboard:
             return None
         rest = path[len(PREFIX) + 1 :]
         if rest == "api/server":
-            return self._server, (), "metadata"
+            return views.server, (self.dp, self.restricted), "metadata"
         if rest == "api/live":
-            return self._live, (), "statistics"
+            return views.live, (self.dp,), "statistics"
         m = _CONFIG.fullmatch(path)
         if m is not None:
-            return self._config, (unquote(m.group(1)), m.group(2) or ""), "model-config"
+            name, version = unquote(m.group(1)), m.group(2) or ""
+            return views.config_pbtxt, (self.dp, name, version), "model-config"
         found = self.files.get(rest or "index.html")
         if found is None:
             return None
         return _file, found, None
-
-    def _server(self, req: Request) -> Response:
-        return views.server(self.dp, req, self.restricted)
-
-    async def _live(self, req: Request) -> Response:
-        return await views.live(self.dp, req)
-
-    def _config(self, req: Request, name: str, version: str) -> Response:
-        return views.config_pbtxt(self.dp, req, name, version)
 
 
 def _file(req: Request, content: bytes, kind: bytes) -> Response:

@@ -21,7 +21,7 @@ if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
 
 
-def server(dp: DataPlane, req: Request, restricted: dict[str, str]) -> Response:
+def server(req: Request, dp: DataPlane, restricted: dict[str, str]) -> Response:
     """Facts about the server a person asks first: what runs, since when, where, how."""
     meta = dp.server_metadata()
     options = dp.options
@@ -50,7 +50,7 @@ def server(dp: DataPlane, req: Request, restricted: dict[str, str]) -> Response:
     return json_response(dumps(doc))
 
 
-async def live(dp: DataPlane, req: Request) -> Response:
+async def live(req: Request, dp: DataPlane) -> Response:
     """Cumulative counters (the whole server's) with queue depth and recent percentiles."""
     extra = {(v.name, str(v.version)): v for v in dp.live_versions()}
     models: list[dict[str, Any]] = []
@@ -81,7 +81,7 @@ async def live(dp: DataPlane, req: Request) -> Response:
     return json_response(dumps(doc))
 
 
-def config_pbtxt(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
     """The loaded config as config.pbtxt text (errors as for ``/v2/models/<name>/config``)."""
     text = config_to_pbtxt(dp.model_config(name, version))
     return Response(200, [text.encode()], b"text/plain; charset=utf-8")
