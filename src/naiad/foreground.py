@@ -70,7 +70,6 @@ async def serve(options: ServerOptions) -> int:
         options.model_control_mode,
     )
     server = Server(options=options)
-    server.dataplane.peers = _worker_peers(options)
     server.dataplane.cluster = Cluster.from_environment(server.dataplane)
     try:
         with reserved(options):  # a port in use fails here, before any model loads
@@ -117,14 +116,6 @@ async def serve(options: ServerOptions) -> int:
     await server.stop_async()
     log.info("server stopped")
     return 0
-
-
-def _worker_peers(options: ServerOptions) -> tuple[int, ...]:
-    """As one of several workers: the others' private metrics ports (see naiad.workers)."""
-    from naiad.workers import PEERS
-
-    ports = (int(p) for p in os.environ.get(PEERS, "").split(",") if p)
-    return tuple(p for p in ports if p != options.metrics_port)
 
 
 def _tell_supervisor() -> bool:

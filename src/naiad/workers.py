@@ -37,7 +37,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from naiad.engine import peers
 from naiad.engine.options import ServerOptions
 from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX
 from naiad.metrics.aggregate import sum_expositions
@@ -46,8 +45,8 @@ log = logging.getLogger("naiad")
 
 #: A worker tells the supervisor it serves by writing to this inherited descriptor.
 READY_FD = "NAIAD_WORKER_READY_FD"
-#: Every worker's private metrics port, where each serves its own statistics to the others.
-PEERS = "NAIAD_WORKER_PEERS"
+#: How long a worker's metrics may take before it counts as restarting.
+_SCRAPE_TIMEOUT_S = 5.0
 #: A worker that dies this soon after it started, this many times running, is not restarted.
 _CRASH_LOOP = (30.0, 3)
 
@@ -94,8 +93,7 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
         "--allow-metrics=true",
         "--metrics-address=127.0.0.1",
     ]
-    peer_ports = ",".join(str(w.metrics_port) for w in workers)
-    env = {COUNT: str(len(workers)), DIRECTORY: folder, PEERS: peer_ports}
+    env = {COUNT: str(len(workers)), DIRECTORY: folder}
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -274,6 +272,20 @@ async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> async
 
 
 async def _scrape(port: int) -> str:
-    """One worker's metrics; "" from a worker that is restarting."""
-    body = await peers.get(port, "/metrics")
-    return body.decode() if body is not None else ""
+    """One worker's ``/metrics`` on its private loopback port; "" from a worker that is
+    restarting (it does not answer within the timeout, or answers anything but 200)."""
+    try:
+        reader, writer = await asyncio.wait_for(
+            asyncio.open_connection("127.0.0.1", port), _SCRAPE_TIMEOUT_S
+        )
+    except (OSError, asyncio.TimeoutError):
+        return ""
+    try:
+        writer.write(b"GET /metrics HTTP/1.1\r\nHost: worker\r\nConnection: close\r\n\r\n")
+        data = await asyncio.wait_for(reader.read(), _SCRAPE_TIMEOUT_S)
+    except (OSError, asyncio.TimeoutError):
+        return ""
+    finally:
+        writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return body.decode() if head.startswith(b"HTTP/1.1 200") else ""

@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from naiad.core.errors import NotFound
+from naiad.core.errors import InvalidArgument, NotFound
+from naiad.core.statistics import ModelStatistics
+from naiad.core.stats import ModelStats
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.engine.peers import Cluster
 from naiad.engine.peers.journal import Change
@@ -28,6 +30,15 @@ class Worker:
 
     async def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
         yield await self.infer(request)
+
+    def statistics(self, name: str, version: str) -> list[ModelStatistics]:
+        """Worker i served i + 1 requests of "m"; worker 1 has no model "late" yet."""
+        if name == "late" and self.index == 1:
+            raise InvalidArgument("requested model 'late' is not available")
+        stats = ModelStats()
+        for _ in range(self.index + 1):
+            stats.record_success(1000, 10)
+        return [stats.snapshot(name or "m", 1)]
 
     async def apply_here(self, change: Change) -> None:
         method, args = change
@@ -86,3 +97,16 @@ async def test_a_sequence_runs_on_its_owner(workers):
     response = await cluster.infer(2, InferenceRequest("m"))
     assert response.id == "ran on 2"
     assert [r.id async for r in cluster.infer_stream(1, InferenceRequest("m"))] == ["ran on 1"]
+
+
+async def test_statistics_are_the_whole_servers(workers):
+    local = workers[0].statistics("m", "")
+    (summed,) = await workers[0].cluster.statistics(local, "m", "")
+    assert summed.inference_stats.success.count == 1 + 2 + 3
+    assert summed.inference_stats.success.ns == 6 * 1000
+    # a worker without the model (still loading it) and one that is gone count as nothing
+    (late,) = await workers[0].cluster.statistics(workers[0].statistics("late", ""), "late", "")
+    assert late.inference_stats.success.count == 1 + 3
+    await workers[2].cluster.close()
+    (left,) = await workers[0].cluster.statistics(local, "m", "")
+    assert left.inference_stats.success.count == 1 + 2

@@ -78,9 +78,6 @@ class DataPlane:
         # The server's own metrics registry (custom families: ``metrics.family``).
         self.metrics = MetricsRegistry(MetricsConfig.parse(options.metrics_config))
         self.model_metrics = ModelMetrics(self.registry, self.metrics.config)
-        #: With ``--workers``: the other workers' private metrics ports, whose
-        #: statistics :meth:`server_statistics` adds to this process's own.
-        self.peers: tuple[int, ...] = ()
         #: With ``--workers``: where sequences are routed and state changes broadcast.
         self.cluster: Cluster | None = None
         self.system_metrics = SystemMetrics(
@@ -349,11 +346,9 @@ class DataPlane:
     async def server_statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """:meth:`statistics` of the whole server: with ``--workers``, every worker's summed."""
         local = self.statistics(name, version)
-        if not self.peers:
+        if self.cluster is None:
             return local
-        from naiad.engine.peers import with_peers
-
-        return await with_peers(local, self.peers, name, version)
+        return await self.cluster.statistics(local, name, version)
 
     def statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """Every ready version's statistics, or those of ``name`` (one version if given)."""

@@ -19,7 +19,6 @@ import contextlib
 import logging
 from typing import TYPE_CHECKING
 
-from naiad.core.errors import NaiadError
 from naiad.frontends.http.limits import HttpLimits
 
 if TYPE_CHECKING:
@@ -137,28 +136,9 @@ class MetricsFrontend:
         if path in ("/metrics", "/metrics/"):
             body = self.dataplane.metrics.render().encode()
             _write(writer, 200, body, "text/plain; charset=utf-8", keep_alive)
-        elif self.dataplane.peers and path.endswith("/stats"):
-            # A --workers worker's own statistics, for the peer that answers for the server.
-            _write(writer, *_own_statistics(self.dataplane, path), keep_alive)
         else:
             _write(writer, 200, b"", "text/plain", keep_alive)
         return keep_alive
-
-
-def _own_statistics(dataplane: DataPlane, path: str) -> tuple[int, bytes, str]:
-    """This process's statistics alone (never its peers', or they would ask each other)."""
-    from naiad.frontends.http import render, routes
-    from naiad.frontends.http.encode import dumps
-
-    matched = routes.match(path)
-    if matched is None or matched[0] not in ("stats", "model_stats"):
-        return 404, b"", "text/plain"
-    name, version = (list(matched[1]) + ["", ""])[:2]
-    try:
-        stats = dataplane.statistics(name or "", version or "")
-    except NaiadError:
-        return 404, b"", "text/plain"
-    return 200, dumps(render.statistics(stats)), "application/json"
 
 
 def _write(

@@ -15,6 +15,9 @@ connection to any of them.  Two things still have to be kept in one place:
   :class:`~naiad.engine.peers.journal.Journal`, and a restarted worker replays
   a peer's before it serves.
 
+The same link carries the statistics extension's answer, which is the whole
+server's: the worker that takes the call adds every other worker's figures.
+
 The supervisor (:mod:`naiad.workers`) names this worker and the socket
 folder in the environment.
 """
@@ -28,7 +31,8 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from naiad.core.errors import NaiadError
+from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.statistics import ModelStatistics, combined
 from naiad.core.types import CorrelationId, InferenceRequest, InferenceResponse
 from naiad.engine.peers.journal import Change, Journal
 from naiad.engine.peers.link import Link, Listener, PeerGone
@@ -41,6 +45,9 @@ from naiad.engine.peers.wire import (
 )
 
 log = logging.getLogger("naiad")
+
+#: How long a worker may take to report its statistics before it counts as restarting.
+STATISTICS_TIMEOUT_S = 5.0
 
 #: Set by the supervisor for each worker: its number, and how many there are.
 INDEX = "NAIAD_WORKER_INDEX"
@@ -57,6 +64,8 @@ class Local(Protocol):
     def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]: ...
 
     async def apply_here(self, change: Change) -> None: ...
+
+    def statistics(self, name: str, version: str) -> list[ModelStatistics]: ...
 
 
 class Cluster:
@@ -108,6 +117,31 @@ class Cluster:
     ) -> AsyncIterator[InferenceResponse]:
         async for wire in self._links[owner].stream("infer_stream", request_to_wire(request)):
             yield response_from_wire(wire)
+
+    # -- statistics ------------------------------------------------------------------
+
+    async def statistics(
+        self, local: list[ModelStatistics], name: str, version: str
+    ) -> list[ModelStatistics]:
+        """``local`` plus every other worker's statistics for the same request.
+
+        A worker that is restarting, or has not loaded the model yet, counts as
+        nothing: the requests it had taken failed with it.
+        """
+        asked = [
+            asyncio.wait_for(link.call("statistics", name, version), STATISTICS_TIMEOUT_S)
+            for link in self._links.values()
+        ]
+        merged = {(s.name, s.version): s for s in local}
+        for answer in await asyncio.gather(*asked, return_exceptions=True):
+            if isinstance(answer, (PeerGone, InvalidArgument, asyncio.TimeoutError)):
+                continue  # restarting, or the model not (yet) loaded there
+            if isinstance(answer, BaseException):
+                raise answer
+            for theirs in answer:
+                key = (theirs.name, theirs.version)
+                merged[key] = combined(merged[key], theirs) if key in merged else theirs
+        return list(merged.values())
 
     # -- the server's state --------------------------------------------------------
 
@@ -181,6 +215,9 @@ class Cluster:
     async def _serve_infer_stream(self, wire: Wire) -> AsyncIterator[Wire]:
         async for response in self._local.infer_stream(request_from_wire(wire)):
             yield response_to_wire(response)
+
+    async def _serve_statistics(self, name: str, version: str) -> list[ModelStatistics]:
+        return self._local.statistics(name, version)  # its own only, never its peers'
 
     async def _serve_coordinate(self, change: Change) -> bool:
         if not self._caught_up:
