@@ -134,7 +134,7 @@ class NaiadApp:
 
     def _thread(self) -> LoopThread | None:
         """The loop thread of a server its owner started with ``Server.start()``."""
-        return None if self.owned else self.server._thread
+        return None if self.owned else self.server.loop_thread
 
     def _metrics(self, method: str) -> Response:
         if method != "GET":

@@ -89,6 +89,12 @@ class Server:
         return None if fe is None else fe.port
 
     @property
+    def loop_thread(self) -> LoopThread | None:
+        """The thread whose loop runs the server after :meth:`start` (None when it runs
+        in the caller's loop, or is stopped): callers from other loops hand work to it."""
+        return self._thread
+
+    @property
     def metrics_port(self) -> int | None:
         fe = self.frontends.get("metrics")
         return None if fe is None else fe.port
