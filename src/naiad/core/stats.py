@@ -291,8 +291,9 @@ class RecentRequests:
         return sorted(d for end, d in self._done if end >= start_ns)
 
 
-def quantile(ordered: Sequence[int], q: float) -> int | None:
-    """The nearest-rank quantile of sorted values (None for none)."""
+def quantile(ordered: Sequence[float], q: float) -> float | None:
+    """The nearest-rank quantile of sorted values (None for none): the dashboard's live
+    percentiles and the metrics summaries both read it."""
     if not ordered:
         return None
     return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]

@@ -28,8 +28,8 @@ class LiveVersion:
     pending: int
     #: requests that finished in the window, and their p50/p99 latency (None: none)
     window_count: int
-    p50_ns: int | None
-    p99_ns: int | None
+    p50_ns: float | None
+    p99_ns: float | None
 
 
 def live_versions(registry: ModelRegistry, window_ns: int = WINDOW_NS) -> list[LiveVersion]:

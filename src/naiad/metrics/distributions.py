@@ -13,6 +13,7 @@ import math
 import time
 from collections.abc import Sequence
 
+from naiad.core.stats import quantile
 from naiad.metrics.exposition import Labels, Sample, format_value
 
 #: Triton's default ``summary_quantiles``: (quantile, allowed error).
@@ -107,10 +108,8 @@ class Summary:
         return sorted(v for bucket in self._buckets for v in bucket)
 
     def quantile(self, q: float, ordered: Sequence[float] | None = None) -> float:
-        ordered = self.values() if ordered is None else ordered
-        if not ordered:
-            return math.nan
-        return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
+        value = quantile(self.values() if ordered is None else ordered, q)
+        return math.nan if value is None else value
 
     def samples(self, labels: Labels) -> list[Sample]:
         """prometheus-cpp order: ``_count``, ``_sum``, then one line per quantile."""

@@ -91,5 +91,5 @@ def _where(repository: str) -> str:
     return repository if is_url(repository) else os.path.abspath(repository)
 
 
-def _us(ns: int | None) -> float | None:
+def _us(ns: float | None) -> float | None:
     return None if ns is None else round(ns / 1000, 1)
