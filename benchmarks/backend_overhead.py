@@ -14,7 +14,7 @@ With ``--perf`` (and perf_analyzer installed, see ``common.py``) each model
 is also served by ``naiad serve`` over HTTP and driven by perf_analyzer at
 each ``--concurrency`` with dynamic batching on.
 
-The reference Triton installed by ``shared/tools`` has only its Python
+The reference Triton installed by ``scripts/setup-reference.sh`` has only its Python
 backend, so there is no Triton column here: the framework backends are read
 against their own library (and ONNX Runtime's case against the others).
 

@@ -1,6 +1,6 @@
 """What every benchmark shares: server processes on free ports and perf_analyzer runs.
 
-The reference tools come from ``../shared/tools/setup-reference.sh``
+The reference tools come from ``scripts/setup-reference.sh``
 (``$NAIAD_REFERENCE_HOME``, default ``~/.cache/naiad-reference``).
 """
 
@@ -32,7 +32,7 @@ def perf_analyzer_missing() -> bool:
     """Say so when the reference tools are not installed (the caller exits 2)."""
     if PERF_ANALYZER.exists():
         return False
-    print(f"perf_analyzer not found at {PERF_ANALYZER}; run shared/tools/setup-reference.sh")
+    print(f"perf_analyzer not found at {PERF_ANALYZER}; run scripts/setup-reference.sh")
     return True
 
 

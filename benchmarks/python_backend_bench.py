@@ -1,7 +1,7 @@
 """Benchmark: the same add_sub ``model.py`` on naiad (process and thread mode) and Triton.
 
 Not a test (pytest does not collect it).  Needs the reference tools
-(``../shared/tools/setup-reference.sh``).  Runs are interleaved per round
+(``scripts/setup-reference.sh``).  Runs are interleaved per round
 and the medians are printed; quote ratios, not absolute numbers::
 
     python benchmarks/python_backend_bench.py --rounds 3 --concurrency 1 8 32 --protocols http grpc

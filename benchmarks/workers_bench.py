@@ -109,7 +109,7 @@ def main() -> int:
     parser.add_argument("--seconds", type=int, default=4, help="measurement window")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
-        print("wrk not found; run shared/tools/setup-reference.sh")
+        print("wrk not found; run scripts/setup-reference.sh")
         return 2
     results: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="naiad-workers-") as tmp:

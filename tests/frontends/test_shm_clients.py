@@ -22,6 +22,7 @@ import numpy as np
 import pytest
 from support import onnx_models
 from support.onnx_models import write_config
+from support.reference import PERF_ANALYZER, needs_perf_analyzer
 
 from naiad.core.shm import DISABLED
 from naiad.core.shm.cuda import load_runtime
@@ -37,7 +38,6 @@ from tritonclient.utils import (  # noqa: E402
     serialize_byte_tensor,
 )
 
-PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 GRPC_READY = hasattr(importlib.import_module("naiad.frontends.grpc"), "start")
 PROTOCOLS = [
     "http",
@@ -274,7 +274,7 @@ def test_allow_switch_off(protocol: str, tmp_path: Path, regions: Any) -> None:
 # -- perf_analyzer --------------------------------------------------------------------------
 
 
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer not installed")
+@needs_perf_analyzer
 @pytest.mark.parametrize("protocol", PROTOCOLS)
 def test_perf_analyzer_shared_memory_system(server: Any, protocol: str) -> None:
     port = server.http_port if protocol == "http" else server.grpc_port

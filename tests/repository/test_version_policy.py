@@ -19,11 +19,10 @@ from typing import Any
 
 import pytest
 from support.processes import free_port
+from support.reference import TRITONSERVER
 from tritonclient.utils import InferenceServerException
 
 pytestmark = pytest.mark.e2e
-
-TRITON = Path.home() / ".cache" / "naiad-reference" / "bin" / "tritonserver"
 
 PYTHON_MODEL = """
 import numpy as np
@@ -148,12 +147,14 @@ def test_naiad_follows_the_version_policy_as_triton(
 
 @pytest.fixture
 def triton(tmp_path: Path) -> Iterator[int]:
-    if not TRITON.exists():
-        pytest.skip("the reference Triton is not installed (../shared/tools/setup-reference.sh)")
+    if not TRITONSERVER.exists():
+        pytest.skip(
+            "the reference Triton is not installed (scripts/setup-reference.sh installs it)"
+        )
     repo = make_repository(tmp_path / "models")
     http = free_port()
     command = [
-        str(TRITON), "--model-repository", str(repo), "--model-control-mode", "explicit",
+        str(TRITONSERVER), "--model-repository", str(repo), "--model-control-mode", "explicit",
         "--http-address", "127.0.0.1", "--http-port", str(http), "--allow-grpc", "false",
         "--allow-metrics", "false",
     ]  # fmt: skip

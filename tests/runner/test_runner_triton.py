@@ -1,6 +1,6 @@
 """``url=`` a real Triton: the same runner calls against the reference server.
 
-Skipped where ``../shared/tools/setup-reference.sh`` has not installed it.
+Skipped where ``scripts/setup-reference.sh`` has not installed it.
 The reference build has the Python backend only, so the Python models of
 the example repository are served.
 """
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from support.triton import TRITONSERVER, triton_serve
+from support.reference import needs_triton
+from support.triton import triton_serve
 
 import naiad
 from naiad.core.errors import Kind
@@ -24,7 +25,7 @@ B = np.array([4, 3, 2, 1], np.float32)
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not TRITONSERVER.exists(), reason="the reference Triton is not installed"),
+    needs_triton,
 ]
 
 

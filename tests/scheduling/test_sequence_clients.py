@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import subprocess
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import numpy as np
@@ -17,13 +16,13 @@ import pytest
 import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from scheduling.sequence_models import acc_ctl, acc_state, py_acc
+from support.reference import PERF_ANALYZER, needs_perf_analyzer
 from tritonclient.utils import InferenceServerException
 
 from naiad import Server
 
 pytestmark = pytest.mark.e2e
 
-PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 STEPS = 3
 
 
@@ -135,7 +134,7 @@ def test_sequence_errors(server: Server, protocol: str) -> None:
     )
 
 
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@needs_perf_analyzer
 @pytest.mark.parametrize("protocol", ["http", "grpc"])
 @pytest.mark.parametrize("model", ["acc_state", "acc_direct", "acc_direct_i32"])
 def test_perf_analyzer_sequences(server: Server, protocol: str, model: str) -> None:

@@ -1,4 +1,4 @@
-"""The reference Triton (installed by ``../shared/tools/setup-reference.sh``) on free
+"""The reference Triton (installed by ``scripts/setup-reference.sh``) on free
 loopback ports, for the tests that ask it what Triton answers or measure it."""
 
 from __future__ import annotations
@@ -11,8 +11,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from support.processes import free_port
-
-TRITONSERVER = Path.home() / ".cache" / "naiad-reference" / "bin" / "tritonserver"
+from support.reference import TRITONSERVER
 
 
 @contextlib.contextmanager

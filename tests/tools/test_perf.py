@@ -17,6 +17,7 @@ import pytest
 from scheduling.sequence_models import acc_state
 from support import onnx_models
 from support.onnx_models import write_config
+from support.reference import PERF_ANALYZER, needs_perf_analyzer
 from support.served import naiad_serve
 
 from naiad.cli import main
@@ -24,7 +25,6 @@ from naiad.cli import main
 pytestmark = pytest.mark.e2e
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
-PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 #: Short windows that agree at once: these tests check the tool, not the machine.
 QUICK = ["-p", "200", "-r", "3", "-s", "100"]
 
@@ -193,8 +193,7 @@ def test_a_data_file_that_does_not_fit_and_a_server_that_is_not_there(served, tm
     assert code == 1 and "no server answers at 127.0.0.1:9 over gRPC" in err
 
 
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer not installed "
-                    "(shared/tools/setup-reference.sh)")  # fmt: skip
+@needs_perf_analyzer
 def test_the_csv_columns_are_perf_analyzers(served, tmp_path, capsys):
     for extra in ([], ["--verbose-csv"]):
         theirs, ours = tmp_path / "theirs.csv", tmp_path / "ours.csv"

@@ -1,6 +1,6 @@
 """``naiad perf`` against the reference Triton: any server that speaks the protocols.
 
-Skipped where ``../shared/tools/setup-reference.sh`` has not installed it; its
+Skipped where ``scripts/setup-reference.sh`` has not installed it; its
 build has the Python backend only, so the example repository's Python models
 are measured, over HTTP, gRPC unary calls and gRPC streams.
 """
@@ -14,7 +14,8 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from support.triton import TRITONSERVER, triton_serve
+from support.reference import needs_triton
+from support.triton import triton_serve
 
 from naiad.cli import main
 
@@ -23,7 +24,7 @@ QUICK = ["-p", "300", "-r", "3", "-s", "100"]
 
 pytestmark = [
     pytest.mark.e2e,
-    pytest.mark.skipif(not TRITONSERVER.exists(), reason="the reference Triton is not installed"),
+    needs_triton,
 ]
 
 

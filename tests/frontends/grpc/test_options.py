@@ -10,11 +10,10 @@ from typing import Any
 import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
+from support.reference import PERF_ANALYZER, needs_perf_analyzer
 from tritonclient.utils import InferenceServerException
 
 pytestmark = pytest.mark.e2e
-
-PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 
 
 def _identity(client: grpcclient.InferenceServerClient, **kwargs: Any) -> np.ndarray:
@@ -94,7 +93,7 @@ def test_header_forwarding(grpc_case_repo: Path, serve: Any) -> None:
     assert "reserved for Triton usage" in exc.value.message()
 
 
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@needs_perf_analyzer
 @pytest.mark.parametrize("streaming", [False, True], ids=["unary", "streaming"])
 def test_perf_analyzer(grpc_url: str, streaming: bool) -> None:
     # Windows end on a request count, not a clock: a shared CI machine can stall the

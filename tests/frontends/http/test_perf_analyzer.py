@@ -3,13 +3,12 @@
 from __future__ import annotations
 
 import subprocess
-from pathlib import Path
 
 import pytest
+from support.reference import PERF_ANALYZER, needs_perf_analyzer
 
 pytestmark = pytest.mark.e2e
 
-PERF_ANALYZER = Path.home() / ".cache" / "naiad-reference" / "bin" / "perf_analyzer"
 
 RUNS = {
     "fixed_shape": ["-m", "identity_fp32"],
@@ -22,7 +21,7 @@ RUNS = {
 }  # fmt: skip
 
 
-@pytest.mark.skipif(not PERF_ANALYZER.exists(), reason="perf_analyzer is not installed")
+@needs_perf_analyzer
 @pytest.mark.parametrize("args", list(RUNS.values()), ids=list(RUNS))
 def test_perf_analyzer(http_url: str, args: list[str]) -> None:
     command = [
