@@ -235,7 +235,8 @@ class ServerOptions:
     )  # fmt: skip
     http_body_timeout_secs: float = option(
         60.0, "--http-body-timeout-secs", HTTP_LIMITS,
-        "seconds between two reads of a request body (408); 0 = no limit", metavar="SECS",
+        "seconds in which a request body must bring --http-body-min-rate's worth (408); "
+        "0 = no limit", metavar="SECS",
     )  # fmt: skip
     http_body_min_rate: int = option(
         1024, "--http-body-min-rate", HTTP_LIMITS,

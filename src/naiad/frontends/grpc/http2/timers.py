@@ -218,7 +218,10 @@ class Timers:
             if not call.receiving or call.finished:
                 continue
             if now - call.receiving >= timeout:
-                if call.progress < call.progress_needed(timeout):
+                # A client with no window left waits for the server (a loan, its handler
+                # reading): only one that could send and did not is cut off.
+                can_send = call.recv_window > 0 and not call.waiting
+                if can_send and call.progress < call.progress_needed(timeout):
                     log.info("gRPC connection from %s: stream %d brought %d bytes of its "
                              "message in %.0f s, ended", conn.peer, call.stream_id,
                              call.progress, timeout)  # fmt: skip
