@@ -15,6 +15,7 @@ import tritonclient.grpc as grpcclient
 from frontends.grpc.h2client import (
     DATA,
     ENHANCE_YOUR_CALM,
+    GOAWAY,
     NO_ERROR,
     SETTINGS,
     WINDOW_UPDATE,
@@ -156,4 +157,22 @@ def test_past_the_connection_cap_a_newcomer_gets_goaway(grpc_case_repo: Path, se
         idle.close()
     finally:
         for client in busy:
+            client.close()
+
+
+def test_grpcio_transport_caps_connections(grpc_case_repo: Path, serve: Any) -> None:
+    server = serve(grpc_case_repo, grpc=True, grpc_transport="grpcio", grpc_max_connections=2)
+    port = server.grpc_port
+    held = [RawClient(port) for _ in range(2)]
+    try:
+        for client in held:
+            assert client.server_settings()
+        late = RawClient(port)
+        try:
+            got = late.next_frame()
+            assert got is None or got[0] == GOAWAY, got  # grpc core closes it at once
+        finally:
+            late.close()
+    finally:
+        for client in held:
             client.close()
