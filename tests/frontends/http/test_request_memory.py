@@ -198,6 +198,7 @@ def test_past_the_request_buffer_new_bodies_get_503(serve: object, repo: Path) -
         status, _, body = read_response(sock, bytearray())
     assert status == 400  # taken in, then found not to be JSON
     assert "--max-request-buffer-size" not in error_of(body)
+    until(lambda: server.budget.held == 0, "giving the answered body back")
 
 
 # -- a fair share of the connection cap -----------------------------------------------------
