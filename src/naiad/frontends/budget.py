@@ -20,8 +20,10 @@ class RequestBudget:
     __slots__ = ("limit", "held")
 
     def __init__(self, limit: int = 0) -> None:
+        if limit < 0:
+            raise ValueError("--max-request-buffer-size must be 0 (no limit) or more")
         #: the most bytes held at once (--max-request-buffer-size); 0: no limit
-        self.limit = max(limit, 0)
+        self.limit = limit
         self.held = 0
 
     def fits(self, size: int) -> bool:
