@@ -21,6 +21,7 @@ from naiad.core.errors import Unavailable
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
 from naiad.engine.dataplane import DataPlane
 from naiad.engine.options import ServerOptions
+from naiad.frontends.budget import RequestBudget
 from naiad.frontends.ports import reserved, start_error
 from naiad.loop_thread import LoopThread
 from naiad.repository import is_url
@@ -73,6 +74,8 @@ class Server:
             )
         self.options = options
         self.dataplane = DataPlane(options)
+        #: request bytes the HTTP and gRPC frontends hold, together (--max-request-buffer-size)
+        self.budget = RequestBudget(options.max_request_buffer_size)
         self.frontends: dict[str, Any] = {}
         self._thread: LoopThread | None = None
 
@@ -124,7 +127,10 @@ class Server:
                 log.warning("the %s frontend is not available in this build", name)
                 continue
             try:
-                frontend = await module.start(self.dataplane, self.options)
+                if name == "metrics":  # it reads no request bodies
+                    frontend = await module.start(self.dataplane, self.options)
+                else:
+                    frontend = await module.start(self.dataplane, self.options, self.budget)
             except OSError as exc:  # a port taken since the reservation, a TLS file
                 raise Unavailable(start_error(name, self.options, exc)) from None
             self.frontends[name] = frontend

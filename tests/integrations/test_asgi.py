@@ -14,9 +14,11 @@ from pathlib import Path
 
 import httpx
 import numpy as np
+import psutil
 import pytest
 import tritonclient.http as httpclient
 from integration_helpers import serving, stop
+from support.bombs import gzip_bomb
 from support.processes import alive, children, free_port
 from tritonclient.utils import InferenceServerException
 
@@ -132,6 +134,22 @@ def test_binary_output_headers_and_compression(bare: Served) -> None:
     raw = httpx.post(url, content=gzip.compress(json.dumps(doc).encode()),
                      headers={"Content-Encoding": "gzip", "Accept-Encoding": "gzip"})  # fmt: skip
     assert raw.status_code == 200 and raw.headers["content-encoding"] == "gzip"
+
+
+def test_a_gzip_bomb_is_refused_at_the_limit(bare: Served) -> None:
+    """1 MB of gzip that inflates to 1 GiB: the app inflates one body's worth (64 MiB),
+    answers Triton's 400 and keeps serving (before: it inflated the whole gigabyte)."""
+    proc = psutil.Process(bare[1].pid)
+    before = proc.memory_info().rss
+    answer = httpx.post(
+        f"http://{bare[0]}/v2/models/add_sub/infer", content=gzip_bomb(),
+        headers={"Content-Encoding": "gzip"}, timeout=60,
+    )  # fmt: skip
+    assert answer.status_code == 400
+    assert answer.json()["error"].startswith("decompressed request body exceeds the maximum")
+    peak = int(Path(f"/proc/{proc.pid}/status").read_text().split("VmHWM:")[1].split()[0]) * 1024
+    assert peak - before < 300 << 20
+    assert httpx.get(f"http://{bare[0]}/v2/health/ready").status_code == 200
 
 
 def test_bad_requests_get_tritons_errors_and_the_app_stays_up(bare: Served) -> None:

@@ -48,6 +48,13 @@ class Served:
         kib = int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
         return kib / 1024
 
+    def peak_mb(self) -> float:
+        """The most resident memory the server has had so far, in MiB (VmHWM): catches
+        what a request allocated and freed before the test could look."""
+        status = Path(f"/proc/{self.pid}/status").read_text()
+        kib = int(re.search(r"VmHWM:\s+(\d+) kB", status).group(1))  # type: ignore[union-attr]
+        return kib / 1024
+
     def output(self) -> str:
         return "\n".join(self.lines)
 

@@ -206,6 +206,12 @@ class ServerOptions:
         64 * 1024 * 1024, "--http-max-input-size", FRONTENDS,
         "largest request body (400)", metavar="BYTES",
     )  # fmt: skip
+    max_request_buffer_size: int = option(
+        1024 * 1024 * 1024, "--max-request-buffer-size", FRONTENDS,
+        "request bytes the HTTP and gRPC frontends may hold for all clients at once "
+        "(per process); past it, HTTP 503 and gRPC RESOURCE_EXHAUSTED; 0 = no limit",
+        metavar="BYTES",
+    )  # fmt: skip
     # What one HTTP/1.1 client may cost (naiad.frontends.http.limits, docs/security.md).
     http_max_url_size: int = option(
         8 * 1024, "--http-max-url-size", HTTP_LIMITS, "longest request URL (414)",
@@ -229,7 +235,13 @@ class ServerOptions:
     )  # fmt: skip
     http_body_timeout_secs: float = option(
         60.0, "--http-body-timeout-secs", HTTP_LIMITS,
-        "seconds between two reads of a request body (408); 0 = no limit", metavar="SECS",
+        "seconds in which a request body must bring --http-body-min-rate's worth (408); "
+        "0 = no limit", metavar="SECS",
+    )  # fmt: skip
+    http_body_min_rate: int = option(
+        1024, "--http-body-min-rate", HTTP_LIMITS,
+        "bytes per second a request body must average over each --http-body-timeout-secs "
+        "(408); 0 = any byte will do", metavar="BYTES",
     )  # fmt: skip
     http_keepalive_timeout_secs: float = option(
         75.0, "--http-keepalive-timeout-secs", HTTP_LIMITS,
@@ -376,6 +388,22 @@ class ServerOptions:
         "reset an rpc whose client takes none of its response this many milliseconds; "
         "0: never",
         metavar="MS",
+    )  # fmt: skip
+    grpc_receive_timeout_ms: int = option(
+        60_000, "--grpc-receive-timeout", GRPC_LIMITS,
+        "reset an rpc whose request message, once begun, brings less than "
+        "--grpc-receive-min-rate in this many milliseconds; 0: never",
+        metavar="MS",
+    )  # fmt: skip
+    grpc_receive_min_rate: int = option(
+        1024, "--grpc-receive-min-rate", GRPC_LIMITS,
+        "bytes per second a request message must average over each --grpc-receive-timeout",
+        metavar="BYTES",
+    )  # fmt: skip
+    grpc_max_connections: int = option(
+        4096, "--grpc-max-connections", GRPC_LIMITS,
+        "most open connections (past it, the longest-idle one is closed, or the newcomer)",
+        metavar="N",
     )  # fmt: skip
     metrics_address: str | None = option(
         None, "--metrics-address", FRONTENDS, "address the Prometheus metrics frontend binds",

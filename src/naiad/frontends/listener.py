@@ -12,11 +12,17 @@ arming and cancelling a timer per request.  Deadlines are reckoned from
 ``clock``, the loop time the sweeper last read, plus one interval (see
 :meth:`Listener.wait`): no clock is read per request, and a timeout fires
 between one and two intervals after it is due, never before.
+
+At the connection cap an idle connection makes room for a newcomer; with none
+idle, a connection of the client (peer address) that holds the most, still
+waiting for a request head, makes room for a newcomer from another client, so
+one client cannot lock the others out.
 """
 
 from __future__ import annotations
 
 import asyncio
+import collections
 import contextlib
 import logging
 import os
@@ -24,6 +30,8 @@ import socket
 import ssl
 from collections.abc import Callable
 from typing import Any, Protocol
+
+from naiad.frontends.budget import RequestBudget
 
 log = logging.getLogger("naiad")
 
@@ -33,19 +41,34 @@ class Expiring(Protocol):
 
     #: loop time at which :meth:`timed_out` is due; 0 when no timeout runs
     deadline: float
+    #: the peer's address (without its port): one client, for a fair share of the cap
+    client: str
 
     @property
     def idle(self) -> bool:
         """Between requests with nothing half-read: may be closed to make room."""
 
+    @property
+    def waiting(self) -> bool:
+        """Nothing in flight (idle, or a request head not yet complete): may be closed
+        to make room for another client."""
+
     def timed_out(self) -> None: ...
 
-    def close_idle(self) -> None: ...
+    def close_idle(self) -> None:
+        """Close to make room (answering a half-sent head where the protocol has words)."""
 
 
 class Listener:
-    def __init__(self, max_connections: int = 0, sweep_interval: float = 0.0) -> None:
+    def __init__(
+        self,
+        max_connections: int = 0,
+        sweep_interval: float = 0.0,
+        budget: RequestBudget | None = None,
+    ) -> None:
         self.loop = asyncio.get_running_loop()
+        #: the server's request bytes, shared with its other frontends (none: unlimited)
+        self.budget = budget if budget is not None else RequestBudget()
         self.connections: set[Any] = set()
         self.server: asyncio.AbstractServer | None = None
         self.port = 0
@@ -83,20 +106,38 @@ class Listener:
 
     def admit(self, conn: Expiring) -> bool:
         """Count a new connection in; at the cap, close the longest-idle one to make
-        room (as nginx reuses keep-alive connections), or refuse the newcomer."""
+        room (as nginx reuses keep-alive connections), else one of the client that holds
+        the most (see :meth:`_fair_share`), or refuse the newcomer."""
         if self.max_connections and len(self.connections) >= self.max_connections:
             idle = [c for c in self.connections if c.idle]
-            if not idle:
-                return False
-            # Idle deadlines are only as fine as the sweep; the older connection breaks ties.
-            oldest = min(idle, key=lambda c: (c.deadline, self._admitted.get(c, 0)))
-            self.connections.discard(oldest)
-            self._admitted.pop(oldest, None)
-            oldest.close_idle()
+            if idle:
+                # Idle deadlines are only as fine as the sweep; the older one breaks ties.
+                victim = min(idle, key=lambda c: (c.deadline, self._admitted.get(c, 0)))
+            else:
+                victim = self._fair_share(conn.client)
+                if victim is None:
+                    return False
+            self.connections.discard(victim)
+            self._admitted.pop(victim, None)
+            victim.close_idle()
         self._count += 1
         self._admitted[conn] = self._count
         self.connections.add(conn)
         return True
+
+    def _fair_share(self, client: str) -> Expiring | None:
+        """With every connection busy, one client must not lock out the rest: a newcomer
+        from a client holding fewer than the heaviest one less one displaces that
+        client's oldest connection with nothing in flight (a head still arriving);
+        one from the heaviest client itself is refused.  Runs only at the cap."""
+        counts = collections.Counter(c.client for c in self.connections)
+        heaviest, most = counts.most_common(1)[0]
+        if counts[client] + 1 >= most:
+            return None
+        mine = [c for c in self.connections if c.client == heaviest and c.waiting]
+        if not mine:
+            return None
+        return min(mine, key=lambda c: self._admitted.get(c, 0))
 
     def wait(self, timeout: float) -> float:
         """What to add to ``clock`` for a deadline ``timeout`` seconds away (0: never)."""
@@ -156,6 +197,14 @@ def has_unread(transport: asyncio.BaseTransport) -> bool:
         return False
     except OSError:
         return False
+
+
+def client_of(transport: asyncio.BaseTransport) -> str:
+    """The peer's address without its port: what counts as one client for the cap."""
+    peer = transport.get_extra_info("peername")
+    if isinstance(peer, tuple) and peer:
+        return str(peer[0])
+    return str(peer or "")
 
 
 def tls_context(

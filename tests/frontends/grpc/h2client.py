@@ -44,10 +44,14 @@ def message(body: bytes) -> bytes:
 class RawClient:
     """An HTTP/2 client on a bare socket that records every frame the server sends."""
 
-    def __init__(self, port: int, settings: bytes = b"", rcvbuf: int | None = None) -> None:
+    def __init__(
+        self, port: int, settings: bytes = b"", rcvbuf: int | None = None, source: str = ""
+    ) -> None:
         self.sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         if rcvbuf is not None:  # before connecting: the window the kernel offers the server
             self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, rcvbuf)
+        if source:  # another loopback address: another client, as the server counts them
+            self.sock.bind((source, 0))
         self.sock.settimeout(10)
         self.sock.connect(("127.0.0.1", port))
         self.encoder = hpack.Encoder()

@@ -11,6 +11,7 @@ import pytest
 
 from naiad.core.types import InferenceRequest
 from naiad.engine.options import ServerOptions
+from naiad.frontends.budget import RequestBudget
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
 from naiad.frontends.http.protocol import HttpConnection
@@ -57,6 +58,7 @@ class _Frontend:
         self.limits = HttpLimits.from_options(ServerOptions(http_max_input_size=1 << 20))
         self.loop = asyncio.get_running_loop()
         self.connections: set[HttpConnection] = set()
+        self.budget = RequestBudget()
 
     def admit(self, conn: HttpConnection) -> bool:
         self.connections.add(conn)

@@ -30,6 +30,7 @@ from naiad.frontends.listener import tls_context
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
     from naiad.engine.options import ServerOptions
+    from naiad.frontends.budget import RequestBudget
 
 #: Triton sets both message limits to INT32_MAX; grpc's default receive limit is 4 MiB.
 #: naiad sends any size, and receives up to --grpc-max-receive-message-size.
@@ -75,6 +76,8 @@ def channel_options(options: ServerOptions) -> list[tuple[str, Any]]:
     ]
     if options.grpc_handshake_timeout_ms > 0:
         out.append(("grpc.server_handshake_timeout_ms", options.grpc_handshake_timeout_ms))
+    if options.grpc_max_connections > 0:  # refuses past it (no idle one makes room)
+        out.append(("grpc.max_allowed_incoming_connections", options.grpc_max_connections))
     if options.grpc_max_connection_idle_ms > 0:
         out.append(("grpc.max_connection_idle_ms", options.grpc_max_connection_idle_ms))
     if COMPRESSION_LEVELS[level]:
@@ -146,10 +149,13 @@ def method_handlers(
     return handlers.build(dataplane, restricted, forward, stream_bytes)
 
 
-async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
+async def start(
+    dataplane: DataPlane, options: ServerOptions, budget: RequestBudget | None = None
+) -> GrpcFrontend:
     """Serve ``inference.GRPCInferenceService`` and the health service on
     ``options.grpc_address:grpc_port`` (0 = a free port), with the transport
-    ``options.grpc_transport`` names."""
+    ``options.grpc_transport`` names; naiad's holds request messages within ``budget``,
+    the server's (none: a budget of its own)."""
     services = {  # method_handlers refuses nonsense limits, whichever transport serves
         handlers.SERVICE: method_handlers(dataplane, options),
         health.SERVICE: health.handlers(dataplane),
@@ -161,7 +167,7 @@ async def start(dataplane: DataPlane, options: ServerOptions) -> GrpcFrontend:
             f"invalid --grpc-transport '{options.grpc_transport}', expected naiad or grpcio"
         )
     level = _compression_level(options)
-    server = Http2Server(services, options, ZLIB_LEVELS[level])
+    server = Http2Server(services, options, ZLIB_LEVELS[level], budget)
     files = _tls_files(options)
     tls = None
     if files is not None:

@@ -15,23 +15,31 @@ from naiad.core.errors import InvalidArgument, Unsupported
 
 
 def decompress(encoding: str, body: bytes, limit: int) -> bytes:
-    """The decompressed body; raises for unknown encodings and oversized data."""
+    """The decompressed body; raises for unknown encodings, corrupt or truncated data and
+    data that inflates past ``limit``.
+
+    zlib inflates at most ``limit + 1`` bytes and keeps the rest of the input unread
+    (``unconsumed_tail``): a body of a megabyte that would inflate to gigabytes costs
+    ``limit`` bytes and stops there.  Only the first gzip member or zlib stream is read;
+    bytes after its end are ignored.
+    """
     enc = encoding.strip().lower()
     if enc in ("", "identity"):
         return body
     if enc not in ("gzip", "deflate"):
         raise Unsupported("Unsupported compression type")
-    d = zlib.decompressobj(15 | 32)
+    inflater = zlib.decompressobj(15 | 32)
     try:
-        out = d.decompress(body, limit + 1)
-        out += d.flush()
+        out = inflater.decompress(body, limit + 1)
     except zlib.error as exc:
         raise InvalidArgument(f"failed to decompress the request body: {exc}") from None
-    if len(out) > limit or d.unconsumed_tail:
+    if len(out) > limit or inflater.unconsumed_tail:
         raise InvalidArgument(
             f"decompressed request body exceeds the maximum allowed size of {limit} bytes. "
             "Use --http-max-input-size to increase the limit."
         )
+    if not inflater.eof:
+        raise InvalidArgument("failed to decompress the request body: it ends before its stream")
     return out
 
 

@@ -30,8 +30,11 @@ class HttpLimits:
     # Timeouts in seconds; 0 turns one off.
     #: seconds for a whole request head to arrive, from its first byte (408)
     header_timeout: float
-    #: seconds between two reads of a request body (408)
+    #: a body must bring ``body_min_rate * body_timeout`` bytes (at least one) in every
+    #: ``body_timeout`` seconds, or it is answered 408
     body_timeout: float
+    #: bytes per second, averaged over each ``body_timeout`` (0: any byte restarts it)
+    body_min_rate: int
     #: seconds an idle keep-alive connection is kept
     keepalive_timeout: float
     #: open connections; at the cap the longest-idle one makes room, or a newcomer gets 503
@@ -47,9 +50,15 @@ class HttpLimits:
             max_header_count=options.http_max_header_count,
             header_timeout=options.http_header_timeout_secs,
             body_timeout=options.http_body_timeout_secs,
+            body_min_rate=max(options.http_body_min_rate, 0),
             keepalive_timeout=options.http_keepalive_timeout_secs,
             max_connections=options.http_max_connections,
         )
+
+    @property
+    def body_progress(self) -> int:
+        """Bytes a body must bring in each body timeout to keep going."""
+        return max(1, int(self.body_min_rate * self.body_timeout))
 
     @property
     def sweep_interval(self) -> float:

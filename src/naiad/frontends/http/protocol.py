@@ -36,7 +36,7 @@ from naiad.frontends.http.message import (
     error_response,
     naiad_error_response,
 )
-from naiad.frontends.listener import Listener, has_unread
+from naiad.frontends.listener import Listener, client_of, has_unread
 
 if TYPE_CHECKING:
     from naiad.frontends.http.app import HttpApp
@@ -54,6 +54,7 @@ _CONTINUE = b"HTTP/1.1 100 Continue\r\n\r\n"
 _LINGER_TIME = 30.0
 _LINGER_QUIET = 5.0
 _TOO_MANY = error_response(503, "too many open connections; try again later")
+_TOO_MANY_OF_YOURS = "too many open connections from your address; try again later"
 
 
 class _Refuse(Exception):
@@ -76,7 +77,8 @@ class HttpConnection(asyncio.Protocol):
         "_reading_paused", "_writing_paused", "_drain", "_head_open", "_in_message",
         "_head_bytes", "_head_left", "_repeated", "_max_field", "_max_fields", "_small",
         "_check", "deadline", "_head_wait", "_body_wait", "_idle_wait", "_lingering",
-        "_eof", "_tls", "closed", "shutting_down",
+        "_eof", "_tls", "closed", "shutting_down", "budget", "_held", "_progress", "_need",
+        "client",
     )  # fmt: skip
 
     def __init__(self, listener: Listener, app: HttpApp, limits: HttpLimits) -> None:
@@ -119,12 +121,20 @@ class HttpConnection(asyncio.Protocol):
         self._tls = False
         self.closed = False
         self.shutting_down = False
+        #: the server's request bytes; this connection holds ``_held`` of them for the
+        #: body being read (its requests' bodies until they are answered)
+        self.budget = listener.budget
+        self._held = 0
+        self._progress = 0  # body bytes since the body's deadline last moved
+        self._need = limits.body_progress  # ... and how many move it
+        self.client = ""
 
     # -- asyncio.Protocol ------------------------------------------------------
 
     def connection_made(self, transport: asyncio.BaseTransport) -> None:
         self.transport = transport  # type: ignore[assignment]
         self._tls = transport.get_extra_info("sslcontext") is not None
+        self.client = client_of(transport)
         if not self.listener.admit(self):
             self._write_now(_TOO_MANY, close=True)
             self.closed = True
@@ -136,9 +146,12 @@ class HttpConnection(asyncio.Protocol):
     def connection_lost(self, exc: Exception | None) -> None:
         self.closed = True
         self.deadline = 0.0
+        self._drop_body()
         for req in (self._current, *self._pending):
-            if req is not None and req.core is not None:
-                req.core.cancelled = True
+            if req is not None:
+                self._release(req)
+                if req.core is not None:
+                    req.core.cancelled = True
         self._pending.clear()
         self._wake_writer()
         self.listener.connection_closed(self)
@@ -284,14 +297,19 @@ class HttpConnection(asyncio.Protocol):
     def on_headers_complete(self) -> None:
         if len(self._headers) > self._max_fields or self._repeated:
             self._count_fields()
-        # Until the body's first byte the head's deadline holds; each read then moves it.
+        # The body's deadline moves each time it brings enough (see on_body).
         self._head_open = False
+        self.deadline = self.listener.clock + self._body_wait
+        self._progress = 0
         length = self._headers.get("content-length")
-        if length is not None and length.isdigit() and int(length) > self.limit:
-            if int(length) > 2 * self.limit:
-                # Far too big to read and throw away: answer now.
-                raise _Refuse(400, self._too_big(int(length)))
-            self._error = (400, self._too_big(int(length)))
+        if length is not None and length.isdigit():
+            if int(length) > self.limit:
+                if int(length) > 2 * self.limit:
+                    # Far too big to read and throw away: answer now.
+                    raise _Refuse(400, self._too_big(int(length)))
+                self._error = (400, self._too_big(int(length)))
+            elif not self.budget.fits(int(length)):
+                raise _Refuse(503, self.budget.refusal())
         if self._headers.get("expect", "").lower() == "100-continue":
             if self._error is not None:
                 # The client waits for us: answer now and stop reading its body.
@@ -300,7 +318,12 @@ class HttpConnection(asyncio.Protocol):
                 self.transport.write(_CONTINUE)
 
     def on_body(self, body: bytes) -> None:
-        self.deadline = self.listener.clock + self._body_wait
+        # A body must keep bringing bytes, not merely one now and then: its deadline moves
+        # once it has brought ``_need`` since the last move (--http-body-min-rate).
+        self._progress += len(body)
+        if self._progress >= self._need:
+            self._progress = 0
+            self.deadline = self.listener.clock + self._body_wait
         self._size += len(body)
         if self._error is not None:
             if self._size > 2 * self.limit:
@@ -309,12 +332,28 @@ class HttpConnection(asyncio.Protocol):
         self._chunks += 1
         if self._size > self.limit:
             self._error = (400, self._too_big(self._size))
-            self._body = []
+            self._drop_body()
         elif self._chunks > _MAX_CHUNKS:
             self._error = (400, f"request body has more than {_MAX_CHUNKS} chunks")
-            self._body = []
+            self._drop_body()
+        elif not self.budget.take(len(body)):
+            raise _Refuse(503, self.budget.refusal())
         else:
+            self._held += len(body)
             self._body.append(body)
+
+    def _drop_body(self) -> None:
+        """Forget the body being read, giving back what it held."""
+        self._body = []
+        if self._held:
+            self.budget.give(self._held)
+            self._held = 0
+
+    def _release(self, request: Request) -> None:
+        """``request`` is answered (or never will be): its body is no longer held."""
+        if request.body:
+            self.budget.give(len(request.body))
+            request.body = b""
 
     def on_message_complete(self) -> None:
         self._in_message = False
@@ -336,6 +375,7 @@ class HttpConnection(asyncio.Protocol):
         )
         request.error = self._error
         self._body = []
+        self._held = 0  # the request holds its body now, until it is answered
         self._pending.append(request)
         if len(self._pending) > _PIPELINE_HIGH and not self._reading_paused:
             self._reading_paused = True
@@ -413,6 +453,7 @@ class HttpConnection(asyncio.Protocol):
     def _done(self, request: Request, last: bool | None = None) -> None:
         self._current = None
         request.core = None
+        self._release(request)
         if self.transport is None or self.closed:
             return
         if self._last(request) if last is None else last:
@@ -458,6 +499,9 @@ class HttpConnection(asyncio.Protocol):
             return
         if self._current is None:
             self._write_now(error_response(status, message), close=True)
+        self._drop_body()
+        for request in self._pending:
+            self._release(request)
         self._pending.clear()
         self.closed = True
         if linger and not self._eof and transport.can_write_eof():
@@ -499,14 +543,23 @@ class HttpConnection(asyncio.Protocol):
         else:
             timeout = self.limits.body_timeout
             self._fatal(
-                408, f"request body stalled for {timeout:g}s (--http-body-timeout-secs)",
+                408, f"request body brought less than {self._need} bytes in {timeout:g}s "
+                "(--http-body-timeout-secs, --http-body-min-rate)",
                 linger=False,
             )  # fmt: skip
 
+    @property
+    def waiting(self) -> bool:
+        return self._current is None and not self._pending and self._head_open and not self.closed
+
     def close_idle(self) -> None:
-        if self.transport is not None and not self.closed:
-            self.closed = True
-            self.transport.close()
+        if self.transport is None or self.closed:
+            return
+        if self._in_message:  # a head half-sent: say why it ends
+            self._fatal(503, _TOO_MANY_OF_YOURS, linger=False)
+            return
+        self.closed = True
+        self.transport.close()
 
     def shutdown(self) -> None:
         """Stop taking requests: answer every one already sent (the last with

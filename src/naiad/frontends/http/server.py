@@ -5,6 +5,7 @@ from __future__ import annotations
 import ssl
 from typing import TYPE_CHECKING
 
+from naiad.frontends.budget import RequestBudget
 from naiad.frontends.http.app import HttpApp
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.protocol import HttpConnection
@@ -18,9 +19,13 @@ if TYPE_CHECKING:
 class HttpFrontend(Listener):
     """The HTTP listening socket and its connections; ``port`` is the bound port."""
 
-    def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
+    def __init__(
+        self, dataplane: DataPlane, options: ServerOptions, budget: RequestBudget | None = None
+    ) -> None:
         self.limits = HttpLimits.from_options(options)
-        super().__init__(self.limits.max_connections, self.limits.sweep_interval)
+        if budget is None:
+            budget = RequestBudget(options.max_request_buffer_size)
+        super().__init__(self.limits.max_connections, self.limits.sweep_interval, budget)
         self.app = HttpApp(dataplane, options)
         self.ssl = https_context(options)
 
@@ -33,9 +38,12 @@ def https_context(options: ServerOptions) -> ssl.SSLContext | None:
     return tls_context(options.http_ssl_cert, options.http_ssl_key or None, root, bool(root))
 
 
-async def start(dataplane: DataPlane, options: ServerOptions) -> HttpFrontend:
-    """Open the HTTP frontend on ``options.http_address:http_port`` (0 = a free port)."""
-    frontend = HttpFrontend(dataplane, options)
+async def start(
+    dataplane: DataPlane, options: ServerOptions, budget: RequestBudget | None = None
+) -> HttpFrontend:
+    """Open the HTTP frontend on ``options.http_address:http_port`` (0 = a free port);
+    request bodies are held within ``budget``, the server's (none: a budget of its own)."""
+    frontend = HttpFrontend(dataplane, options, budget)
     await frontend.listen(
         lambda: HttpConnection(frontend, frontend.app, frontend.limits),
         options.http_address,

@@ -114,7 +114,7 @@ class Call:
         "conn", "stream_id", "handler", "head", "streaming", "send_window", "recv_window",
         "recv_unacked", "extension", "waiting", "pending", "stalled", "trailers",
         "drained", "headers_sent", "remote_closed", "finished", "expired", "task", "timer",
-        "buffer", "messages", "waiter", "compress",
+        "buffer", "messages", "waiter", "compress", "held", "receiving", "progress",
     )  # fmt: skip
 
     def __init__(
@@ -150,6 +150,11 @@ class Call:
         self.task: Started | None = None  # the handler, while it waits
         self.timer: asyncio.TimerHandle | None = None
         self.buffer: bytearray = _NOTHING  # a message spread over frames (once there is one)
+        #: what ``buffer`` holds of the server's request budget (its length, once synced)
+        self.held = 0
+        #: loop time the message being gathered last made enough progress (0: none is)
+        self.receiving = 0.0
+        self.progress = 0  # bytes it brought since (--grpc-receive-min-rate)
         #: streaming: (message, its size on the wire, the loan it holds) until read
         self.messages: deque[tuple[Any, int, int]] = deque() if self.streaming else _NOTHING
         self.waiter: asyncio.Future[None] | None = None
@@ -183,6 +188,15 @@ class Call:
         else:
             if buffer is _NOTHING:
                 buffer = self.buffer = bytearray()
+            if not self.conn.budget.take(len(payload)):
+                self._over_budget(len(payload))
+                return
+            self.held += len(payload)
+            if not buffer:
+                self.receiving = self.conn.loop.time()
+                self.progress = 0
+                self.conn.timers.watch_receiving()
+            self.progress += len(payload)
             buffer += payload
             while len(buffer) >= 5:
                 size = int.from_bytes(buffer[1:5], "big") + 5
@@ -191,6 +205,9 @@ class Call:
                     break
                 if len(buffer) < size:
                     if size - len(buffer) > self.recv_window and not self.waiting:
+                        if not self.conn.budget.fits(size - len(buffer)):
+                            self._over_budget(0)  # said before the client sends the rest
+                            return
                         self.conn.receiver.extend(self)  # it cannot arrive whole otherwise
                     break
                 with memoryview(buffer) as view:
@@ -203,11 +220,37 @@ class Call:
                         self.conn.receiver.taken(len(buffer))
                         del buffer[:]
                     break
+            self.sync_held()
         if end_stream:
             if self.streaming:
                 self._wake()
             elif self.task is None and not self.finished:
                 self.finish(grpc.StatusCode.INTERNAL, "the request has no message")
+
+    def sync_held(self) -> None:
+        """Give back to the server's budget what ``buffer`` no longer holds."""
+        if self.held != len(self.buffer):
+            self.conn.budget.give(self.held - len(self.buffer))
+            self.held = len(self.buffer)
+        if not self.held:
+            self.receiving = 0.0
+
+    def _over_budget(self, size: int) -> None:
+        """--max-request-buffer-size: the server holds all the request bytes it may; this
+        message (and ``size`` bytes of it just arrived, thrown away) cannot be taken."""
+        self.conn.receiver.taken(size)
+        self.finish(grpc.StatusCode.RESOURCE_EXHAUSTED, self.conn.budget.refusal())
+
+    def stalled_receiving(self, timeout: float) -> None:
+        """--grpc-receive-timeout: the message being gathered brought too little."""
+        self.finish(
+            grpc.StatusCode.CANCELLED,
+            f"request message brought less than {self.progress_needed(timeout)} bytes in "
+            f"{timeout:g} s (--grpc-receive-timeout, --grpc-receive-min-rate)",
+        )
+
+    def progress_needed(self, timeout: float) -> int:
+        return max(1, int(self.conn.limits.receive_min_rate * timeout))
 
     def shortfall(self) -> int:
         """Bytes of the message being received that the client has no window for yet."""
@@ -274,6 +317,8 @@ class Call:
         """The client reset the stream (cancel, deadline) or the connection went away."""
         self.finished = True
         self.conn.receiver.end(self)
+        if self.held:
+            self.sync_held()
         self.pending = _NOTHING
         self._wake()
         if self.drained is not None and not self.drained.done():
@@ -405,6 +450,8 @@ class Call:
         self.finished = True
         if self.extension or self.buffer or self.messages:
             self.conn.receiver.end(self)
+            if self.held:
+                self.sync_held()
         prefix = self._headers()
         self.conn.send(self, prefix, self._frame(payload), self._trailers(grpc.StatusCode.OK, ""))
 
@@ -415,6 +462,8 @@ class Call:
         self.finished = True
         if self.extension or self.buffer or self.messages:
             self.conn.receiver.end(self)
+            if self.held:
+                self.sync_held()
         if self.timer is not None:
             self.timer.cancel()
         if self.headers_sent:

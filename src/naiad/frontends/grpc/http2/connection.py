@@ -38,6 +38,7 @@ from naiad.frontends.grpc.http2.limits import (
 )
 from naiad.frontends.grpc.http2.timers import Timers
 from naiad.frontends.grpc.http2.wire import ProtocolError
+from naiad.frontends.listener import client_of
 
 if TYPE_CHECKING:
     from naiad.frontends.grpc.http2.server import Http2Server
@@ -53,6 +54,9 @@ class Connection(asyncio.Protocol):
         self.limits = limits = server.limits
         self.transport: asyncio.Transport | None = None
         self.peer = ""
+        self.client = ""  # the peer's address without its port (Listener's fair share)
+        self.deadline = 0.0  # (no sweeper: the timers below keep this connection's time)
+        self.budget = server.budget  # the server's request bytes (call.py takes from it)
         self.partial = bytearray()  # the start of a frame whose end has not arrived
         self.need = 0  # bytes ``partial`` must reach to hold that frame
         self.preface = True
@@ -87,7 +91,16 @@ class Connection(asyncio.Protocol):
         self.transport = transport  # type: ignore[assignment]
         peer = transport.get_extra_info("peername")
         self.peer = f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) else str(peer)
-        self.server.connections.add(self)
+        self.client = client_of(transport)
+        if not self.server.admit(self):
+            # --grpc-max-connections: the client hears why before the socket closes.
+            self.closed = True
+            self.transport.write(  # type: ignore[union-attr]
+                self.server.settings
+                + wire.goaway(0, wire.ENHANCE_YOUR_CALM, b"too many open connections")
+            )
+            self.transport.close()  # type: ignore[union-attr]
+            return
         self.transport.write(self.server.settings)  # type: ignore[union-attr]
         self.timers.start()
 
@@ -452,6 +465,29 @@ class Connection(asyncio.Protocol):
         self.blocked.pop(call.stream_id, None)
         if self.going_away:
             self.close_if_idle()
+
+    # -- the listener's view: the connection cap ----------------------------------------------
+
+    @property
+    def idle(self) -> bool:
+        """No calls: closing it (GOAWAY first) costs its client a reconnect, no rpc."""
+        return not self.streams and not self.closed
+
+    @property
+    def waiting(self) -> bool:
+        return self.idle
+
+    def timed_out(self) -> None:
+        """(Never due: ``deadline`` stays 0.)"""
+
+    def close_idle(self) -> None:
+        """Make room at the connection cap: GOAWAY NO_ERROR, as for an idle timeout."""
+        if self.closed:
+            return
+        self.going_away = True
+        self.write(wire.goaway(self.last_stream, wire.NO_ERROR, b"too many open connections"))
+        self.closed = True
+        self.transport.close()  # type: ignore[union-attr]
 
     # -- closing ----------------------------------------------------------------------------
 

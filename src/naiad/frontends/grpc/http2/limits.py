@@ -54,6 +54,10 @@ class Limits:
     handshake_timeout: float
     idle_timeout: float
     send_timeout: float
+    #: a message, once begun, must bring ``receive_min_rate * receive_timeout`` bytes (at
+    #: least one) in every ``receive_timeout`` seconds, or its rpc is ended (0: never)
+    receive_timeout: float = 0.0
+    receive_min_rate: int = 0
     stream_window: int = STREAM_WINDOW
 
     @classmethod
@@ -71,6 +75,8 @@ class Limits:
             handshake_timeout=max(options.grpc_handshake_timeout_ms, 0) / 1000,
             idle_timeout=max(options.grpc_max_connection_idle_ms, 0) / 1000,
             send_timeout=max(options.grpc_send_timeout_ms, 0) / 1000,
+            receive_timeout=max(options.grpc_receive_timeout_ms, 0) / 1000,
+            receive_min_rate=max(options.grpc_receive_min_rate, 0),
         )
 
     @property

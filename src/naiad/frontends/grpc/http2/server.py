@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING
 
 import grpc
 
+from naiad.frontends.budget import RequestBudget
 from naiad.frontends.grpc.http2 import wire
 from naiad.frontends.grpc.http2.limits import Limits
 from naiad.frontends.listener import Listener
@@ -30,8 +31,11 @@ class Http2Server(Listener):
         services: Mapping[str, Mapping[str, grpc.RpcMethodHandler]],
         options: ServerOptions,
         compression_level: int,
+        budget: RequestBudget | None = None,
     ) -> None:
-        super().__init__()
+        if budget is None:
+            budget = RequestBudget(options.max_request_buffer_size)
+        super().__init__(max(options.grpc_max_connections, 0), budget=budget)
         self.handlers = {
             f"/{service}/{method}": handler
             for service, table in services.items()

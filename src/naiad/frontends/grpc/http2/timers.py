@@ -44,6 +44,7 @@ class Timers:
         self.idle_ticks = 0  # ticks the connection had no calls in a row
         self.idle_mark = 0  # its last stream id at the previous tick
         self.stall_check: asyncio.TimerHandle | None = None
+        self.receive_check: asyncio.TimerHandle | None = None
 
     def start(self) -> None:
         """The connection is made."""
@@ -56,7 +57,7 @@ class Timers:
     def stop(self) -> None:
         """The connection is lost."""
         for handle in (self.keepalive, self.ping_timeout, self.handshake, self.idle,
-                       self.stall_check):  # fmt: skip
+                       self.stall_check, self.receive_check):  # fmt: skip
             if handle is not None:
                 handle.cancel()
 
@@ -191,3 +192,45 @@ class Timers:
                 oldest = min(oldest, call.stalled)
         if oldest < now:
             self.stall_check = self.loop.call_later(oldest + timeout - now, self._check_stalls)
+
+    # -- receive timeout ------------------------------------------------------------------------
+
+    def watch_receiving(self) -> None:
+        """A call began gathering a message that spans frames."""
+        if self.receive_check is None and self.limits.receive_timeout:
+            self.receive_check = self.loop.call_later(
+                self.limits.receive_timeout, self._check_receiving
+            )
+
+    def _check_receiving(self) -> None:
+        """--grpc-receive-timeout: a message that brought less than the minimum rate's worth
+        in the last period ends its rpc, and what it held is freed.  A client that honours
+        flow control could otherwise hold a large message short of its last byte forever;
+        one on a slow link keeps going as long as it keeps sending."""
+        self.receive_check = None
+        conn = self.conn
+        if conn.closed:
+            return
+        timeout = self.limits.receive_timeout
+        now = self.loop.time()
+        oldest = now
+        for call in list(conn.streams.values()):
+            if not call.receiving or call.finished:
+                continue
+            if now - call.receiving >= timeout:
+                # A client with no window left waits for the server (a loan, its handler
+                # reading): only one that could send and did not is cut off.
+                can_send = call.recv_window > 0 and not call.waiting
+                if can_send and call.progress < call.progress_needed(timeout):
+                    log.info("gRPC connection from %s: stream %d brought %d bytes of its "
+                             "message in %.0f s, ended", conn.peer, call.stream_id,
+                             call.progress, timeout)  # fmt: skip
+                    call.stalled_receiving(timeout)
+                    continue
+                call.receiving = now
+                call.progress = 0
+            oldest = min(oldest, call.receiving)
+        if any(call.receiving and not call.finished for call in conn.streams.values()):
+            self.receive_check = self.loop.call_later(
+                max(oldest + timeout - now, 0.01), self._check_receiving
+            )
