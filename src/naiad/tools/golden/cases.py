@@ -104,11 +104,11 @@ def read(model: str, path: Path, repository: Path) -> Case:
         raise CaseError(f"unknown key '{unknown[0]}' (known: {', '.join(sorted(KEYS))})")
     data = document.get("data")
     if not isinstance(data, list) or not data:
-        raise CaseError('"data" must be a list of requests, each {{"INPUT": [...]}}')
+        raise CaseError('"data" must be a list of requests, each {"INPUT": [...]}')
     if any(isinstance(entry, list) for entry in data):
         raise CaseError("streams of requests (sequences) are not supported yet")
     expected = document.get("validation_data")
-    error = _error(name, document.get("error"))
+    error = _error(document.get("error"))
     if error is not None and expected is not None:
         raise CaseError('give "validation_data" or "error", not both')
     if expected is not None and (not isinstance(expected, list) or len(expected) != len(data)):
@@ -136,7 +136,7 @@ def tolerance(where: str, holder: dict[str, Any], default: Tolerance) -> Toleran
     return Tolerance(**values)
 
 
-def _error(name: str, value: Any) -> ExpectedError | None:
+def _error(value: Any) -> ExpectedError | None:
     if value is None:
         return None
     if isinstance(value, dict) and isinstance(value.get("status"), str):
@@ -149,7 +149,7 @@ def _error(name: str, value: Any) -> ExpectedError | None:
             if isinstance(message, str):
                 return ExpectedError(kind, message)
     raise CaseError(
-        f'{name}: "error" must be {{"status": KIND, "message": "part of it"}} with KIND one of '
+        '"error" must be {"status": KIND, "message": "part of it"} with KIND one of '
         + ", ".join(k.name for k in Kind)
     )
 
