@@ -35,7 +35,7 @@ def summary(outcomes: Sequence[Outcome], protocols: Sequence[str], seconds: floa
     counts = [f"{passed} passed", f"{failed} failed"] + (
         [f"{recorded} recorded"] if recorded else []
     )
-    cases = _count(len({o.name for o in outcomes}), "case")
+    cases = _count(len({o.name for o in outcomes if o.protocol != "load"}), "case")
     models = _count(len({o.model for o in outcomes}), "model")
     return (
         f"naiad test: {', '.join(counts)} ({cases} of {models}, over {', '.join(protocols)}) "
