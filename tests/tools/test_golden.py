@@ -222,6 +222,10 @@ def test_record_writes_the_outputs_of_cases_with_inputs_only(tmp_path: Path) -> 
          '"error" must be {"status": KIND'),
         ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}],
           "validation_data": [{"OUTPUT9": [1.0]}]}, "data[0]: no output 'OUTPUT9'"),
+        ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}], "version": "latest"},
+         '"version" must be a version number'),
+        ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}], "version": 2},
+         "NOT_FOUND: "),
     ],
 )  # fmt: skip
 def test_a_wrong_case_file_fails_naming_the_problem(

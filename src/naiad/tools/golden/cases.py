@@ -118,11 +118,11 @@ def read(model: str, path: Path, repository: Path) -> Case:
         isinstance(v, (bool, int, float, str)) for v in parameters.values()
     ):
         raise CaseError('"parameters" must map names to numbers, strings or booleans')
-    version = document.get("version", "")
-    if not isinstance(version, (int, str)) or isinstance(version, bool):
-        raise CaseError('"version" must be a number')
+    version = str(document.get("version", ""))
+    if not (version.isdigit() or version == "") or isinstance(document.get("version"), bool):
+        raise CaseError('"version" must be a version number, such as 1 or "1"')
     return Case(model, path, name, document, tolerance(name, document, Tolerance()),
-                str(version), dict(parameters), error)  # fmt: skip
+                version, dict(parameters), error)  # fmt: skip
 
 
 def tolerance(where: str, holder: dict[str, Any], default: Tolerance) -> Tolerance:
