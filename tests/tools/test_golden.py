@@ -15,6 +15,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 
 import pytest
+from scheduling.sequence_models import acc_state
 from support import onnx_models
 
 from naiad import Server
@@ -250,6 +251,39 @@ def test_usage_errors_exit_2(
     shutil.copytree(repo / "countdown", bare / "countdown", ignore=shutil.ignore_patterns("tests"))
     assert main(["test", str(bare)]) == 2
     assert "no case files in" in capsys.readouterr().out
+
+
+def test_streams_are_sequences(tmp_path: Path) -> None:
+    """perf_analyzer's streams of requests: each is one sequence (its own correlation id,
+    START on the first request, END on the last) to a model with sequence_batching."""
+    repo = tmp_path / "models"
+    acc_state(repo, "running_sum")  # OUTPUT = INPUT + the sequence's state
+    onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=(4,))
+    streams = [[{"INPUT": [1]}, {"INPUT": [2]}, {"INPUT": [3]}], [{"INPUT": [10]}, {"INPUT": [5]}]]
+    sums = [
+        [{"OUTPUT": [1]}, {"OUTPUT": [3]}, {"OUTPUT": [6]}],
+        [{"OUTPUT": [10]}, {"OUTPUT": [15]}],
+    ]
+    (repo / "running_sum" / "tests").mkdir()
+    (repo / "running_sum" / "tests" / "sums.json").write_text(
+        json.dumps({"data": streams, "validation_data": sums})
+    )
+    (repo / "running_sum" / "tests" / "new.json").write_text(json.dumps({"data": streams}))
+    (repo / "add_sub" / "tests").mkdir()
+    (repo / "add_sub" / "tests" / "streams.json").write_text(
+        json.dumps({"data": [[{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}]]})
+    )
+    done = naiad_test(repo, "--protocol", "all", "--record")
+    out = done.stdout
+    assert done.returncode == 1, out + done.stderr
+    for protocol in ("embedded", "http", "grpc"):
+        assert f"PASS running_sum/tests/sums.json [{protocol}]" in out
+        assert (f"FAIL add_sub/tests/streams.json [{protocol}]: streams of requests are "
+                "sequences, and model 'add_sub' has no sequence_batching") in out  # fmt: skip
+    assert "RECORDED running_sum/tests/new.json [embedded]" in out
+    assert "PASS running_sum/tests/new.json [grpc]" in out
+    recorded = json.loads((repo / "running_sum" / "tests" / "new.json").read_text())
+    assert recorded["validation_data"] == sums
 
 
 def test_the_tests_folder_is_not_a_version(repo: Path) -> None:

@@ -67,15 +67,42 @@ class Case:
     error: ExpectedError | None = None
 
     @property
-    def entries(self) -> list[dict[str, Any]]:
-        return list(self.document["data"])
+    def streamed(self) -> bool:
+        """The file holds streams of requests: each stream is one sequence."""
+        return isinstance(self.document["data"][0], list)
 
     @property
-    def expected(self) -> list[Any] | None:
-        """One item per ``data`` entry (outputs by name; a list of them for a decoupled
-        model), or None for a case that has inputs only."""
-        found = self.document.get("validation_data")
-        return None if found is None else list(found)
+    def checked(self) -> bool:
+        """The case says what the answers must be (outputs or an error)."""
+        return "validation_data" in self.document or self.error is not None
+
+    def entries(self) -> list[Entry]:
+        """Every request in the order it is sent, with its expected answer."""
+        data = self.document["data"]
+        expected = self.document.get("validation_data")
+        if not self.streamed:
+            return [Entry(f"data[{i}]", entry, None if expected is None else expected[i])
+                    for i, entry in enumerate(data)]  # fmt: skip
+        return [
+            Entry(f"data[{s}][{i}]", entry, None if expected is None else expected[s][i],
+                  stream=s, start=i == 0, end=i == len(stream) - 1)
+            for s, stream in enumerate(data)
+            for i, entry in enumerate(stream)
+        ]  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One request of a case: where it is in the file, its inputs, its expected answer."""
+
+    where: str
+    inputs: Any
+    #: Outputs by name, a list of them for a decoupled model, or None (inputs only).
+    expected: Any
+    #: For a file of streams: the stream (one sequence) and the sequence flags.
+    stream: int | None = None
+    start: bool = False
+    end: bool = False
 
 
 def find(repository: Path, models: list[str] | None = None) -> dict[str, list[Path]]:
@@ -105,14 +132,16 @@ def read(model: str, path: Path, repository: Path) -> Case:
     data = document.get("data")
     if not isinstance(data, list) or not data:
         raise CaseError('"data" must be a list of requests, each {"INPUT": [...]}')
-    if any(isinstance(entry, list) for entry in data):
-        raise CaseError("streams of requests (sequences) are not supported yet")
+    streams = [isinstance(entry, list) for entry in data]
+    if any(streams) and not (all(streams) and all(data)):
+        raise CaseError('"data" must hold requests, or streams of them (non-empty lists), not both')
     expected = document.get("validation_data")
     error = _error(document.get("error"))
     if error is not None and expected is not None:
         raise CaseError('give "validation_data" or "error", not both')
-    if expected is not None and (not isinstance(expected, list) or len(expected) != len(data)):
-        raise CaseError('"validation_data" must be a list with one item per "data" entry')
+    if expected is not None and not _aligned(expected, data, streamed=all(streams)):
+        raise CaseError('"validation_data" must be a list with one item per "data" entry '
+                        "(per stream, one per request of the stream)")  # fmt: skip
     parameters = document.get("parameters", {})
     if not isinstance(parameters, dict) or not all(
         isinstance(v, (bool, int, float, str)) for v in parameters.values()
@@ -121,8 +150,16 @@ def read(model: str, path: Path, repository: Path) -> Case:
     version = str(document.get("version", ""))
     if not (version.isdigit() or version == "") or isinstance(document.get("version"), bool):
         raise CaseError('"version" must be a version number, such as 1 or "1"')
-    return Case(model, path, name, document, tolerance(name, document, Tolerance()),
+    return Case(model, path, name, document, tolerance("", document, Tolerance()),
                 version, dict(parameters), error)  # fmt: skip
+
+
+def _aligned(expected: Any, data: list[Any], streamed: bool) -> bool:
+    if not isinstance(expected, list) or len(expected) != len(data):
+        return False
+    return not streamed or all(
+        isinstance(e, list) and len(e) == len(d) for e, d in zip(expected, data, strict=True)
+    )
 
 
 def tolerance(where: str, holder: dict[str, Any], default: Tolerance) -> Tolerance:
@@ -131,7 +168,7 @@ def tolerance(where: str, holder: dict[str, Any], default: Tolerance) -> Toleran
     for key in ("atol", "rtol"):
         value = holder.get(key, getattr(default, key))
         if isinstance(value, bool) or not isinstance(value, (int, float)) or value < 0:
-            raise CaseError(f'{where}: "{key}" must be a number >= 0')
+            raise CaseError(f'{where}{": " if where else ""}"{key}" must be a number >= 0')
         values[key] = float(value)
     return Tolerance(**values)
 
@@ -154,30 +191,27 @@ def _error(value: Any) -> ExpectedError | None:
     )
 
 
-def requests(case: Case, signature: Signature) -> list[list[tuple[TensorSpec, np.ndarray]]]:
-    """Each ``data`` entry as the model's inputs (batch of one for a batching model)."""
+def inputs(entry: Entry, model: str, signature: Signature) -> list[tuple[TensorSpec, np.ndarray]]:
+    """A request's inputs as the model takes them (a batch of one for a batching model)."""
+    where = entry.where
+    if not isinstance(entry.inputs, dict):
+        raise CaseError(f"{where} is not an object of inputs")
+    known = {spec.name for spec in signature.inputs}
+    unknown = sorted(set(entry.inputs) - known)
+    if unknown:
+        raise CaseError(f"{where}: model '{model}' has no input '{unknown[0]}'")
     found = []
-    for i, entry in enumerate(case.entries):
-        where = f"data[{i}]"
-        if not isinstance(entry, dict):
-            raise CaseError(f"{where} is not an object of inputs")
-        known = {spec.name for spec in signature.inputs}
-        unknown = sorted(set(entry) - known)
-        if unknown:
-            raise CaseError(f"{where}: model '{case.model}' has no input '{unknown[0]}'")
-        inputs = []
-        for spec in signature.inputs:
-            if spec.name not in entry:
-                if spec.optional:
-                    continue
-                raise CaseError(f"{where} has no input '{spec.name}'")
-            item = item_shape(spec, signature)
-            try:
-                array = tensor(entry[spec.name], spec.datatype, item, f"{where}.{spec.name}")
-            except InputDataError as exc:
-                raise CaseError(str(exc)) from None
-            inputs.append((spec, array[None] if signature.max_batch_size > 0 else array))
-        found.append(inputs)
+    for spec in signature.inputs:
+        if spec.name not in entry.inputs:
+            if spec.optional:
+                continue
+            raise CaseError(f"{where} has no input '{spec.name}'")
+        item = item_shape(spec, signature)
+        try:
+            array = tensor(entry.inputs[spec.name], spec.datatype, item, f"{where}.{spec.name}")
+        except InputDataError as exc:
+            raise CaseError(str(exc)) from None
+        found.append((spec, array[None] if signature.max_batch_size > 0 else array))
     return found
 
 

@@ -8,6 +8,7 @@ the same number of the output's datatype.
 
 from __future__ import annotations
 
+import itertools
 import json
 from typing import Any
 
@@ -22,12 +23,16 @@ def record(outcome: Outcome, batched: bool) -> None:
     """Write ``validation_data`` into the case file from the outcome's answers."""
     case = outcome.case
     assert case is not None
-    expected = [
-        [_outputs(r, batched) for r in answer]
-        if isinstance(answer, list)
+    answers = [
+        [_outputs(r, batched) for r in answer] if isinstance(answer, list)
         else _outputs(answer, batched)
         for answer in outcome.answers
-    ]
+    ]  # fmt: skip
+    expected: list[Any] = answers
+    if case.streamed:  # one list per stream, as "data" has them
+        lengths = [len(stream) for stream in case.document["data"]]
+        starts = list(itertools.accumulate([0, *lengths]))
+        expected = [answers[a:b] for a, b in itertools.pairwise(starts)]
     document = dict(case.document)
     document["validation_data"] = expected
     case.path.write_text(dump(document) + "\n", "utf-8")

@@ -10,6 +10,7 @@ errors as NaiadErrors), so a case is judged the same way whichever carried it.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -23,7 +24,7 @@ from naiad.runner.embedded import EmbeddedClient
 from naiad.runner.result import InferResult
 from naiad.runner.signature import Signature
 from naiad.tools.golden import cases, compare
-from naiad.tools.golden.cases import Case, CaseError
+from naiad.tools.golden.cases import Case, CaseError, Entry
 
 PROTOCOLS = ("embedded", "http", "grpc")
 
@@ -75,6 +76,9 @@ class Session:
         self.embedded = EmbeddedClient(self.options)
         self.clients: dict[str, Client] = {}
         self.signatures: dict[tuple[str, str], Signature] = {}
+        self.sequence_models: set[tuple[str, str]] = set()
+        #: Correlation ids of the sequences sent, never reused within a run.
+        self._sequence_ids = itertools.count(1)
 
     async def start(self) -> None:
         """Load the repository and connect a client per protocol (a model that fails to
@@ -112,6 +116,8 @@ class Session:
             metadata = await self.embedded.get_model_metadata(model, version)
             config = await self.embedded.get_model_config(model, version)
             self.signatures[key] = Signature.from_documents(metadata, config)
+            if config.get("sequence_batching") is not None:
+                self.sequence_models.add(key)
         return self.signatures[key]
 
     # -- one case ------------------------------------------------------------------------
@@ -134,22 +140,31 @@ class Session:
             outcome.problems.append(f"model '{case.model}' failed to load: {failure}")
             return
         signature = await self.signature(case.model, case.version)
-        expected = case.expected
+        if case.streamed and (case.model, case.version) not in self.sequence_models:
+            raise CaseError(f"streams of requests are sequences, and model '{case.model}' "
+                            "has no sequence_batching")  # fmt: skip
         client = self.clients[protocol]
-        options = RequestOptions(parameters=dict(case.parameters))
-        for i, inputs in enumerate(cases.requests(case, signature)):
-            where = f"data[{i}]"
+        sequence_ids: dict[int, int] = {}
+        for entry in case.entries():
+            options = RequestOptions(parameters=dict(case.parameters))
+            if entry.stream is not None:
+                if entry.stream not in sequence_ids:
+                    sequence_ids[entry.stream] = next(self._sequence_ids)
+                options.sequence_id = sequence_ids[entry.stream]
+                options.sequence_start, options.sequence_end = entry.start, entry.end
+            inputs = cases.inputs(entry, case.model, signature)
             call = Call(signature, case.version, inputs, options)
             answer, error = await self._send(client, call, signature.decoupled)
             outcome.answers.append(answer)
+            where = entry.where
             if case.error is not None:
                 outcome.problems.extend(compare.error(error, case.error, protocol, where))
             elif error is not None:
                 outcome.problems.append(f"{where}: failed with {error.kind.name}: {error.message}")
-            elif expected is None:
+            elif entry.expected is None:
                 outcome.unchecked = True
             else:
-                outcome.problems.extend(_judge(answer, expected[i], case, signature, i))
+                outcome.problems.extend(_judge(answer, entry, case, signature))
 
     async def _send(
         self, client: Client, call: Call, decoupled: bool
@@ -167,13 +182,13 @@ class Session:
             return None, Unavailable(f"no answer within {self.timeout:g}s (--timeout)")
 
 
-def _judge(answer: Any, expected: Any, case: Case, signature: Signature, i: int) -> list[str]:
-    where = f"data[{i}]"
+def _judge(answer: Any, entry: Entry, case: Case, signature: Signature) -> list[str]:
+    where, expected = entry.where, entry.expected
     batched = signature.max_batch_size > 0
     if not signature.decoupled:
         if isinstance(expected, list):
-            raise CaseError(f"validation_data[{i}] is a list of "
-                            f"responses, but model '{case.model}' is not decoupled")  # fmt: skip
+            raise CaseError(f"{where}: its validation_data is a list of responses, but "
+                            f"model '{case.model}' is not decoupled")  # fmt: skip
         return compare.response(answer, expected, case.tolerance, where, batched)
     if not isinstance(expected, list):
         raise CaseError(f"model '{case.model}' is decoupled: each "

@@ -94,8 +94,7 @@ async def _run(
 
 def _recordable(outcome: Outcome) -> bool:
     case = outcome.case
-    return (outcome.passed and case is not None and case.expected is None
-            and case.error is None)  # fmt: skip
+    return outcome.passed and case is not None and not case.checked
 
 
 def _record(outcome: Outcome, session: Session) -> None:
