@@ -253,6 +253,14 @@ def test_usage_errors_exit_2(
     assert "no case files in" in capsys.readouterr().out
 
 
+def test_without_tritonclient_the_network_protocols_name_the_extra(repo: Path) -> None:
+    code = ("import sys; sys.modules['tritonclient'] = None; from naiad.cli import main; "
+            f"sys.exit(main(['test', {str(repo)!r}, '--protocol', 'http', '-m', 'add_sub']))")  # fmt: skip
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert "naiad test: error: " in done.stdout and "pip install 'naiad[client]'" in done.stdout
+
+
 def test_streams_are_sequences(tmp_path: Path) -> None:
     """perf_analyzer's streams of requests: each is one sequence (its own correlation id,
     START on the first request, END on the last) to a model with sequence_batching."""

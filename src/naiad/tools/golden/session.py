@@ -45,7 +45,6 @@ class Outcome:
     answers: list[Any] = field(default_factory=list)
     #: Passed with nothing to compare: the case holds inputs only.
     unchecked: bool = False
-
     #: The case's expected outputs were written from this run's answers (--record).
     recorded: bool = False
 
