@@ -106,6 +106,28 @@ def test_without_a_repository_the_fixture_says_how_to_give_one(project: pytest.P
     )
 
 
+def test_in_process_use_needs_no_tritonclient(project: pytest.Pytester) -> None:
+    project.makeconftest("import sys\nsys.modules['tritonclient'] = None  # as if not installed\n")
+    project.makepyfile(
+        test_models="""
+        import numpy as np
+        import pytest
+
+        def test_infer(naiad_server):
+            ones = np.ones(4, np.float32)
+            assert not naiad_server.infer("add_sub", {"INPUT0": ones, "INPUT1": ones})["OUTPUT1"].any()
+
+        def test_case(naiad_server):
+            naiad_server.check("add_sub/tests/ok.json")
+
+        def test_case_over_grpc(naiad_server):
+            with pytest.raises(Exception, match="pip install 'naiad.client.'"):
+                naiad_server.check("add_sub/tests/ok.json", "grpc")
+    """
+    )
+    run(project, "--naiad-repository", "models").assert_outcomes(passed=3)
+
+
 def test_the_plugin_is_registered_and_cheap_to_load() -> None:
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["entry-points"]["pytest11"] == {"naiad": "naiad.testing.plugin"}

@@ -34,7 +34,7 @@ class NaiadServer:
         self._thread = LoopThread("naiad-testing")
         self._session = Session(self.repository, PROTOCOLS, timeout)
         try:
-            self._thread.call(self._session.start())
+            self._thread.call(self._session.start(connect=False))  # tritonclient: optional
         except BaseException:
             self._thread.call(self._session.close())
             self._thread.close()

@@ -10,6 +10,7 @@ errors as NaiadErrors), so a case is judged the same way whichever carried it.
 from __future__ import annotations
 
 import asyncio
+import importlib
 import itertools
 import time
 from collections.abc import Sequence
@@ -79,19 +80,33 @@ class Session:
         #: Correlation ids of the sequences sent, never reused within a run.
         self._sequence_ids = itertools.count(1)
 
-    async def start(self) -> None:
-        """Load the repository and connect a client per protocol (a model that fails to
-        load does not stop the others: its cases fail with its reason)."""
+    async def start(self, connect: bool = True) -> None:
+        """Load the repository and, with ``connect``, connect a client per protocol now
+        rather than at its first case (a model that fails to load does not stop the
+        others: its cases fail with its reason)."""
         await self.embedded.start()
         self.clients["embedded"] = self.embedded
-        for protocol in ("http", "grpc"):
-            if protocol in self.protocols:
-                from naiad.runner.remote import RemoteClient
+        if connect:
+            for protocol in self.protocols:
+                await self.client(protocol)
 
-                port = getattr(self.embedded.server, f"{protocol}_port")
-                client = RemoteClient(protocol, f"127.0.0.1:{port}")
-                await client.start()
-                self.clients[protocol] = client
+    async def client(self, protocol: str) -> Client:
+        """The protocol's client, connected on first use."""
+        if protocol not in self.clients:
+            try:
+                importlib.import_module(f"tritonclient.{protocol}")
+            except ImportError as exc:
+                raise Unavailable(
+                    f"sending cases over {protocol} needs tritonclient ({exc}): "
+                    "pip install 'naiad[client]'"
+                ) from None
+            from naiad.runner.remote import RemoteClient
+
+            port = getattr(self.embedded.server, f"{protocol}_port")
+            client = RemoteClient(protocol, f"127.0.0.1:{port}")
+            await client.start()
+            self.clients[protocol] = client
+        return self.clients[protocol]
 
     async def close(self) -> None:
         clients, self.clients = self.clients, {}
@@ -142,7 +157,7 @@ class Session:
         if case.streamed and (case.model, case.version) not in self.sequence_models:
             raise CaseError(f"streams of requests are sequences, and model '{case.model}' "
                             "has no sequence_batching")  # fmt: skip
-        client = self.clients[protocol]
+        client = await self.client(protocol)
         sequence_ids: dict[int, int] = {}
         for entry in case.entries():
             options = RequestOptions(parameters=dict(case.parameters))
