@@ -223,6 +223,9 @@ def test_record_writes_the_outputs_of_cases_with_inputs_only(tmp_path: Path) -> 
          '"error" must be {"status": KIND'),
         ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}],
           "validation_data": [{"OUTPUT9": [1.0]}]}, "data[0]: no output 'OUTPUT9'"),
+        ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}],
+          "validation_data": [{"OUTPUT0": {"content": [2.0] * 4, "shape": "4"}}]},
+         'data[0].OUTPUT0: "shape" must be a list of sizes'),
         ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}], "version": "latest"},
          '"version" must be a version number'),
         ({"data": [{"INPUT0": [1.0] * 4, "INPUT1": [1.0] * 4}], "version": 2},
@@ -251,6 +254,8 @@ def test_usage_errors_exit_2(
     shutil.copytree(repo / "countdown", bare / "countdown", ignore=shutil.ignore_patterns("tests"))
     assert main(["test", str(bare)]) == 2
     assert "no case files in" in capsys.readouterr().out
+    assert main(["test", str(repo), "--junit-xml", str(tmp_path / "no" / "r.xml")]) == 2
+    assert "the folder does not exist" in capsys.readouterr().out
 
 
 def test_without_tritonclient_the_network_protocols_name_the_extra(repo: Path) -> None:

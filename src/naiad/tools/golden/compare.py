@@ -58,7 +58,12 @@ def _output(where: str, got: np.ndarray, datatype_name: str, value: Any,
                             f"{', '.join(sorted(OUTPUT_KEYS))})")  # fmt: skip
         tol = tolerance(where, value, default)
         if "shape" in value:
-            shape = tuple(int(d) for d in value["shape"])
+            given = value["shape"]
+            if not isinstance(given, list) or not all(
+                isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in given
+            ):
+                raise CaseError(f'{where}: "shape" must be a list of sizes, such as [2, 3]')
+            shape = tuple(given)
     try:
         want = tensor(value, datatype, shape, where)
     except InputDataError as exc:

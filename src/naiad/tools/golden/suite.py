@@ -29,6 +29,8 @@ def run_suite(args: argparse.Namespace) -> int:
         raise UsageError(
             f"no case files in {repository} (<model>/{cases.CASES_FOLDER}/*.json; docs/testing.md)"
         )
+    if args.junit_xml and not Path(args.junit_xml).parent.is_dir():
+        raise UsageError(f"--junit-xml {args.junit_xml}: the folder does not exist")
     if args.timeout <= 0:
         raise UsageError("--timeout must be more than 0")
     protocols = list(PROTOCOLS) if args.protocol == "all" else [args.protocol]
