@@ -3,15 +3,16 @@
 Each <model>/tests/<case>.json holds requests in perf_analyzer's input-data
 format ("data") and the outputs they must get ("validation_data", compared
 with the case's atol/rtol; integers and strings exactly), or the error they
-must get ("error": {"status": "INVALID_ARG", "message": "..."}).  The
-repository is served in this process with no network; --protocol http, grpc
+must get ("error": {"status": "INVALID_ARG", "message": "..."}).  A
+decoupled model's expected item lists its responses; perf_analyzer's streams
+of requests go to sequence models as sequences.  The repository is served in this process with no network; --protocol http, grpc
 or all also sends every case through the HTTP and gRPC frontends on free
 loopback ports with tritonclient.  docs/testing.md describes the format.
 
 Prints one line per case (PASS, or FAIL with what differs and where) and a
 summary.  Exit status: 0 every case passed, 1 a case failed or a model failed
 to load, 2 a usage error (no such repository or model, no cases, a missing
-extra).
+extra, a server that cannot start).
 
 examples:
   naiad test models                                  # every case of every model
