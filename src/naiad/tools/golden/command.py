@@ -5,9 +5,10 @@ format ("data") and the outputs they must get ("validation_data", compared
 with the case's atol/rtol; integers and strings exactly), or the error they
 must get ("error": {"status": "INVALID_ARG", "message": "..."}).  A
 decoupled model's expected item lists its responses; perf_analyzer's streams
-of requests go to sequence models as sequences.  The repository is served in this process with no network; --protocol http, grpc
-or all also sends every case through the HTTP and gRPC frontends on free
-loopback ports with tritonclient.  docs/testing.md describes the format.
+of requests go to sequence models as sequences.  The repository is served in
+this process with no network; --protocol http, grpc or all also sends every
+case through the HTTP and gRPC frontends on free loopback ports with
+tritonclient.  docs/testing.md describes the format.
 
 Prints one line per case (PASS, or FAIL with what differs and where) and a
 summary.  Exit status: 0 every case passed, 1 a case failed or a model failed
