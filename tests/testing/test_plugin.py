@@ -83,7 +83,7 @@ def run(project: pytest.Pytester, *args: str) -> pytest.RunResult:
 
 
 def test_a_team_tests_its_repository_with_naiad_server(project: pytest.Pytester) -> None:
-    result = run(project, "--naiad-repository", "models", "-v")
+    result = run(project, "--naiad-repository", "models", "-v", "test_models.py")
     result.assert_outcomes(passed=6, failed=3)
     result.stdout.fnmatch_lines([
         "*test_golden?add_sub/tests/ok.json-grpc? PASSED*",
@@ -91,6 +91,20 @@ def test_a_team_tests_its_repository_with_naiad_server(project: pytest.Pytester)
         "E*AssertionError: add_sub/tests/wrong.json ?http?: data?0?.OUTPUT1 differs at ?3?: "
         "got 3, expected 7*",  # fnmatch: ? for each bracket
     ])  # fmt: skip
+
+
+def test_pointed_at_the_repository_pytest_collects_its_cases(project: pytest.Pytester) -> None:
+    result = run(project, "--naiad-repository", "models", "--naiad-protocol", "all", "models", "-v")
+    result.assert_outcomes(passed=3, failed=3)
+    result.stdout.fnmatch_lines([
+        "models/add_sub/tests/ok.json::grpc PASSED*",
+        "models/add_sub/tests/wrong.json::embedded FAILED*",
+    ])  # fmt: skip
+    # A failure reads as naiad test's line, not as a traceback into naiad.
+    result.stdout.fnmatch_lines(["add_sub/tests/wrong.json ?http?: data?0?.OUTPUT1 differs at*"])
+    assert "naiad/testing/server.py" not in result.stdout.str()
+    project.makeini("[pytest]\nnaiad_repository = models\ntestpaths = models\n")
+    run(project).assert_outcomes(passed=1, failed=1)  # ini: embedded only
 
 
 def test_the_repository_from_the_ini_file(project: pytest.Pytester) -> None:
@@ -125,7 +139,7 @@ def test_in_process_use_needs_no_tritonclient(project: pytest.Pytester) -> None:
                 naiad_server.check("add_sub/tests/ok.json", "grpc")
     """
     )
-    run(project, "--naiad-repository", "models").assert_outcomes(passed=3)
+    run(project, "--naiad-repository", "models", "test_models.py").assert_outcomes(passed=3)
 
 
 def test_the_plugin_is_registered_and_cheap_to_load() -> None:

@@ -1,14 +1,17 @@
-"""naiad's pytest plugin: a ``naiad_server`` fixture over a team's model repository.
+"""naiad's pytest plugin: a ``naiad_server`` fixture over a team's model repository,
+and its golden cases collected as tests.
 
 pytest loads it in every run where naiad is installed (the ``pytest11`` entry
-point), so it only declares an option, an ini key and a marker; a server starts
-the first time a test asks for ``naiad_server``, once per repository and run,
-and stops when the run ends.
+point), so it only declares options, ini keys and a marker; a server starts
+the first time a test needs one, once per repository and run, and stops when
+the run ends.
 
 Which repository: ``@pytest.mark.naiad_repository("path")`` on the test (a path
 relative to the test's file), else ``--naiad-repository PATH`` (relative to the
 current folder), else the ini key ``naiad_repository`` (relative to the ini
-file).
+file).  When pytest is pointed at that repository (``pytest models``, or
+``testpaths``), each ``<model>/tests/*.json`` case becomes a test per protocol
+of ``--naiad-protocol`` (:mod:`naiad.testing.items`).
 """
 
 from __future__ import annotations
@@ -22,14 +25,19 @@ if TYPE_CHECKING:
     from naiad.testing.server import NaiadServer
 
 _SERVERS = pytest.StashKey[dict[Path, "NaiadServer"]]()
+PROTOCOLS = ("embedded", "http", "grpc")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("naiad", "naiad model repository")
     group.addoption("--naiad-repository", metavar="PATH",
                     help="the model repository the naiad_server fixture serves")  # fmt: skip
+    group.addoption("--naiad-protocol", choices=(*PROTOCOLS, "all"),
+                    help="how collected golden cases are sent (default: embedded)")  # fmt: skip
     parser.addini("naiad_repository", "the model repository the naiad_server fixture serves "
                   "(relative to the ini file)")  # fmt: skip
+    parser.addini("naiad_protocol", "how collected golden cases are sent: embedded, http, "
+                  "grpc or all", default="embedded")  # fmt: skip
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -48,14 +56,8 @@ def pytest_unconfigure(config: pytest.Config) -> None:
         server.close()
 
 
-def repository(request: pytest.FixtureRequest) -> Path:
-    """The repository a test asks for (see the module's docstring for the order)."""
-    marker = request.node.get_closest_marker("naiad_repository")
-    if marker is not None:
-        if len(marker.args) != 1:
-            pytest.fail("@pytest.mark.naiad_repository takes one path", pytrace=False)
-        return (request.path.parent / str(marker.args[0])).resolve()
-    config = request.config
+def configured_repository(config: pytest.Config) -> Path | None:
+    """The run's repository: ``--naiad-repository``, else the ini key; None if neither."""
     given = config.getoption("naiad_repository")
     if given:
         return (config.invocation_params.dir / given).resolve()
@@ -63,20 +65,23 @@ def repository(request: pytest.FixtureRequest) -> Path:
     if ini:
         base = config.inipath.parent if config.inipath else config.rootpath
         return (base / str(ini)).resolve()
-    pytest.fail(
-        "naiad_server needs a model repository: pass --naiad-repository PATH, set "
-        "naiad_repository in the ini file, or mark the test "
-        '@pytest.mark.naiad_repository("path")',
-        pytrace=False,
-    )
+    return None
 
 
-@pytest.fixture
-def naiad_server(request: pytest.FixtureRequest) -> NaiadServer:
-    """The test's model repository, served in this process and on loopback HTTP and gRPC
-    ports (:class:`naiad.testing.NaiadServer`); started once per repository and run."""
-    path = repository(request)
-    servers = request.config.stash[_SERVERS]
+def protocols(config: pytest.Config) -> tuple[str, ...]:
+    chosen = config.getoption("naiad_protocol") or str(config.getini("naiad_protocol"))
+    if chosen == "all":
+        return PROTOCOLS
+    if chosen not in PROTOCOLS:
+        raise pytest.UsageError(
+            f"naiad_protocol: expected embedded, http, grpc or all; got {chosen!r}"
+        )
+    return (chosen,)
+
+
+def server_for(config: pytest.Config, path: Path) -> NaiadServer:
+    """The run's server over ``path``, started on first use."""
+    servers = config.stash[_SERVERS]
     if path not in servers:
         if not path.is_dir():
             pytest.fail(f"naiad_server: {path} is not a folder", pytrace=False)
@@ -84,3 +89,40 @@ def naiad_server(request: pytest.FixtureRequest) -> NaiadServer:
 
         servers[path] = NaiadServer(path)
     return servers[path]
+
+
+def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
+    """A golden case of the run's repository (``<repo>/<model>/tests/*.json``)."""
+    if file_path.suffix != ".json" or file_path.parent.name != "tests":
+        return None
+    repo = configured_repository(parent.config)
+    if repo is None or file_path.resolve().parent.parent.parent != repo:
+        return None
+    from naiad.testing.items import GoldenCase
+
+    return GoldenCase.from_parent(parent, path=file_path)
+
+
+def repository(request: pytest.FixtureRequest) -> Path:
+    """The repository a test asks for (see the module's docstring for the order)."""
+    marker = request.node.get_closest_marker("naiad_repository")
+    if marker is not None:
+        if len(marker.args) != 1:
+            pytest.fail("@pytest.mark.naiad_repository takes one path", pytrace=False)
+        return (request.path.parent / str(marker.args[0])).resolve()
+    found = configured_repository(request.config)
+    if found is None:
+        pytest.fail(
+            "naiad_server needs a model repository: pass --naiad-repository PATH, set "
+            "naiad_repository in the ini file, or mark the test "
+            '@pytest.mark.naiad_repository("path")',
+            pytrace=False,
+        )
+    return found
+
+
+@pytest.fixture
+def naiad_server(request: pytest.FixtureRequest) -> NaiadServer:
+    """The test's model repository, served in this process and on loopback HTTP and gRPC
+    ports (:class:`naiad.testing.NaiadServer`); started once per repository and run."""
+    return server_for(request.config, repository(request))
