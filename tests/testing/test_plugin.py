@@ -153,4 +153,4 @@ def test_the_plugin_is_registered_and_cheap_to_load() -> None:
     )
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     added = [m for m in eval(done.stdout) if m.startswith(("naiad", "tritonclient", "grpc"))]
-    assert added == ["naiad.testing", "naiad.testing.plugin"]
+    assert added == ["naiad.testing", "naiad.testing.choices", "naiad.testing.plugin"]

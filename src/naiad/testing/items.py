@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from naiad.testing.plugin import configured_repository, protocols, server_for
+from naiad.testing.choices import configured_repository, protocols, server_for
 
 
 class GoldenCase(pytest.File):

@@ -11,7 +11,8 @@ relative to the test's file), else ``--naiad-repository PATH`` (relative to the
 current folder), else the ini key ``naiad_repository`` (relative to the ini
 file).  When pytest is pointed at that repository (``pytest models``, or
 ``testpaths``), each ``<model>/tests/*.json`` case becomes a test per protocol
-of ``--naiad-protocol`` (:mod:`naiad.testing.items`).
+of ``--naiad-protocol`` (:mod:`naiad.testing.items`); :mod:`naiad.testing.choices`
+holds what the run chose, for both.
 """
 
 from __future__ import annotations
@@ -21,11 +22,15 @@ from typing import TYPE_CHECKING
 
 import pytest
 
+from naiad.testing.choices import (
+    PROTOCOLS,
+    SERVERS,
+    configured_repository,
+    server_for,
+)
+
 if TYPE_CHECKING:
     from naiad.testing.server import NaiadServer
-
-_SERVERS = pytest.StashKey[dict[Path, "NaiadServer"]]()
-PROTOCOLS = ("embedded", "http", "grpc")
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -46,49 +51,14 @@ def pytest_configure(config: pytest.Config) -> None:
         "naiad_repository(path): the model repository naiad_server serves for this test "
         "(relative to the test's file)",
     )
-    config.stash[_SERVERS] = {}
+    config.stash[SERVERS] = {}
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
-    servers = config.stash.get(_SERVERS, {})
+    servers = config.stash.get(SERVERS, {})
     while servers:
         _, server = servers.popitem()
         server.close()
-
-
-def configured_repository(config: pytest.Config) -> Path | None:
-    """The run's repository: ``--naiad-repository``, else the ini key; None if neither."""
-    given = config.getoption("naiad_repository")
-    if given:
-        return (config.invocation_params.dir / given).resolve()
-    ini = config.getini("naiad_repository")
-    if ini:
-        base = config.inipath.parent if config.inipath else config.rootpath
-        return (base / str(ini)).resolve()
-    return None
-
-
-def protocols(config: pytest.Config) -> tuple[str, ...]:
-    chosen = config.getoption("naiad_protocol") or str(config.getini("naiad_protocol"))
-    if chosen == "all":
-        return PROTOCOLS
-    if chosen not in PROTOCOLS:
-        raise pytest.UsageError(
-            f"naiad_protocol: expected embedded, http, grpc or all; got {chosen!r}"
-        )
-    return (chosen,)
-
-
-def server_for(config: pytest.Config, path: Path) -> NaiadServer:
-    """The run's server over ``path``, started on first use."""
-    servers = config.stash[_SERVERS]
-    if path not in servers:
-        if not path.is_dir():
-            pytest.fail(f"naiad_server: {path} is not a folder", pytrace=False)
-        from naiad.testing.server import NaiadServer
-
-        servers[path] = NaiadServer(path)
-    return servers[path]
 
 
 def pytest_collect_file(file_path: Path, parent: pytest.Collector) -> pytest.Collector | None:
