@@ -22,7 +22,7 @@ SRC = Path(__file__).resolve().parent.parent / "src"
 #: Top to bottom.  A part may import its own layer's other parts and any
 #: part of a lower layer, never a higher one.
 LAYERS: list[set[str]] = [
-    {"naiad", "naiad.__main__", "naiad.integrations"},
+    {"naiad", "naiad.__main__", "naiad.integrations", "naiad.testing"},
     {"naiad.cli"},
     {"naiad.tools"},
     {"naiad.runner"},

@@ -1,5 +1,5 @@
 """The ``naiad`` command: ``serve`` a model repository, ``check`` one for problems,
-and the tools (``perf``, ``analyze``, ``optimize``: :mod:`naiad.tools`).
+and the tools (``perf``, ``analyze``, ``optimize``, ``test``: :mod:`naiad.tools`).
 
 Option names are Triton's where Triton has one, so existing launch scripts
 carry over (``--model-repository``, ``--http-port``, ``--load-model``, ...).
