@@ -25,6 +25,7 @@ from naiad.core.shm import RegionStatus, SharedMemoryManager
 from naiad.core.statistics import ModelStatistics
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
+from naiad.engine import triton_flags
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.live import LiveVersion, live_versions
@@ -108,6 +109,9 @@ class DataPlane:
         """Load the start-up models as the model control mode says."""
         # Cached: asyncio.get_running_loop() costs a getpid() system call.
         self.event_loop = asyncio.get_running_loop()
+        if self.cluster is None or self.cluster.index == 0:  # once, not once per worker
+            for warning in triton_flags.warnings(self.options.triton_flags_without_effect):
+                log.warning("%s", warning)
         if self.cluster is not None:  # before loading: no change the others make is missed
             await self.cluster.start()
         if self.options.allow_metrics:
