@@ -18,8 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
-from naiad.config import config_from_json
-from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.config import ConfigError, config_from_json
+from naiad.core.errors import Internal, InvalidArgument, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import RegionStatus, SharedMemoryManager
 from naiad.core.statistics import ModelStatistics
@@ -466,7 +466,7 @@ class DataPlane:
         method, args = change
         if method == "load_model":
             name, config_json, files = args
-            override = None if config_json is None else config_from_json(config_json)
+            override = None if config_json is None else _override(name, config_json)
             await self.control.load(name, override, files)
         elif method == "unload_model":
             await self.control.unload(*args)
@@ -489,6 +489,22 @@ class DataPlane:
             self.log_settings.update(args[0])
         else:
             raise ValueError(f"not a state change: {method}")
+
+
+def _override(name: str, config_json: str) -> ModelConfig:
+    """The ``config`` parameter of a load request as a config.
+
+    One that does not parse fails the load as in Triton, which cannot "poll" the
+    model with it: INTERNAL, "failed to load '<model>', failed to poll from model
+    repository".  naiad adds the reason, which Triton only logs.
+    """
+    try:
+        return config_from_json(config_json)
+    except ConfigError as exc:
+        raise Internal(
+            f"failed to load '{name}', failed to poll from model repository: "
+            f"invalid config override: {exc.message}"
+        ) from None
 
 
 def _tensor_metadata(
