@@ -250,7 +250,8 @@ class ModelLoader:
             self._load_slots if config.platform != "ensemble" else contextlib.nullcontext()
         )
         if previous is None:  # LOADING while it waits for a slot, as in Triton
-            entry.versions[version] = ModelVersion(entry.name, version)
+            waiting = entry.versions[version] = ModelVersion(entry.name, version)
+            waiting.config = config
         async with slot:
             mv = await self._try_version(entry, config, version, previous)
         if mv.state is ModelState.UNAVAILABLE:
