@@ -3,7 +3,9 @@
 Everything slow (file I/O, auto-complete, framework sessions, processes)
 runs in a worker thread; only the registry and scheduler wiring happen on
 the event loop.  A model that fails is UNAVAILABLE with the reason, and the
-others load regardless.
+others load regardless.  As in Triton, at most ``--model-load-thread-count``
+versions start their instances at a time, and a version whose instances
+fail is started afresh up to ``--model-load-retry-count`` more times.
 """
 
 from __future__ import annotations
