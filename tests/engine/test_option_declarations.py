@@ -18,11 +18,15 @@ from naiad.cli import build_parser
 from naiad.engine.flag_values import DEFAULT_REPOSITORY
 from naiad.engine.flags import options_from_args, serve_parser, shown_default
 from naiad.engine.options import GROUPS, ServerOptions, declared, options_by_flag, why_no_flag
+from naiad.engine.triton_flags import GROUP as WITHOUT_EFFECT_GROUP
+from naiad.engine.triton_flags import WITHOUT_EFFECT
 
 pytestmark = pytest.mark.unit
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 OPTIONS = list(options_by_flag().values())
+#: ``--help``'s and the README's areas: the options', then Triton's flags without effect.
+AREAS = [*GROUPS, WITHOUT_EFFECT_GROUP]
 
 
 def test_every_field_is_an_option_or_says_why_not() -> None:
@@ -99,7 +103,17 @@ def test_serve_help_shows_every_option_with_its_default_in_its_area(
 def test_serve_help_shows_the_areas_in_the_readme_order(monkeypatch: pytest.MonkeyPatch) -> None:
     groups = [group for group, _ in _help_entries(monkeypatch).values()]
     seen = list(dict.fromkeys(groups))
-    assert seen == list(GROUPS)
+    assert seen == AREAS
+
+
+def test_serve_help_shows_why_each_triton_flag_has_no_effect(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    entries = _help_entries(monkeypatch)
+    for spec in WITHOUT_EFFECT:
+        group, text = entries[spec.flag]
+        assert group == WITHOUT_EFFECT_GROUP, spec.flag
+        assert " ".join(spec.why.split()) in text, f"{spec.flag}: its reason is not in: {text}"
 
 
 def _readme_table() -> dict[str, set[str]]:
@@ -116,17 +130,22 @@ def _readme_table() -> dict[str, set[str]]:
 
 def test_the_readme_table_lists_every_option_in_its_area() -> None:
     table = _readme_table()
-    assert list(table) == list(GROUPS), "README.md's options table: areas differ from GROUPS"
+    assert list(table) == AREAS, "README.md's options table: areas differ from GROUPS"
     missing = [
         f"{spec.flag} (add it to the '{spec.group}' row)"
         for _, spec in OPTIONS
         if spec.flag not in table[spec.group]
+    ] + [
+        f"{spec.flag} (add it to the '{WITHOUT_EFFECT_GROUP}' row)"
+        for spec in WITHOUT_EFFECT
+        if spec.flag not in table[WITHOUT_EFFECT_GROUP]
     ]
     assert not missing, "README.md's options table lacks: " + ", ".join(missing)
 
 
 def test_the_readme_table_names_no_other_flag() -> None:
     declared_flags = {spec.flag: spec.group for _, spec in OPTIONS}
+    declared_flags.update((spec.flag, WITHOUT_EFFECT_GROUP) for spec in WITHOUT_EFFECT)
     stray = [
         f"{flag} (in '{area}'"
         + (f", declared in '{declared_flags[flag]}')" if flag in declared_flags else ", unknown)")

@@ -18,13 +18,14 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
-from naiad.config import config_from_json
-from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.config import ConfigError, config_from_json
+from naiad.core.errors import Internal, InvalidArgument, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import RegionStatus, SharedMemoryManager
 from naiad.core.statistics import ModelStatistics
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
+from naiad.engine import triton_flags
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.live import LiveVersion, live_versions
@@ -108,6 +109,9 @@ class DataPlane:
         """Load the start-up models as the model control mode says."""
         # Cached: asyncio.get_running_loop() costs a getpid() system call.
         self.event_loop = asyncio.get_running_loop()
+        if self.cluster is None or self.cluster.index == 0:  # once, not once per worker
+            for warning in triton_flags.warnings(self.options.triton_flags_without_effect):
+                log.warning("%s", warning)
         if self.cluster is not None:  # before loading: no change the others make is missed
             await self.cluster.start()
         if self.options.allow_metrics:
@@ -462,7 +466,7 @@ class DataPlane:
         method, args = change
         if method == "load_model":
             name, config_json, files = args
-            override = None if config_json is None else config_from_json(config_json)
+            override = None if config_json is None else _override(name, config_json)
             await self.control.load(name, override, files)
         elif method == "unload_model":
             await self.control.unload(*args)
@@ -485,6 +489,22 @@ class DataPlane:
             self.log_settings.update(args[0])
         else:
             raise ValueError(f"not a state change: {method}")
+
+
+def _override(name: str, config_json: str) -> ModelConfig:
+    """The ``config`` parameter of a load request as a config.
+
+    One that does not parse fails the load as in Triton, which cannot "poll" the
+    model with it: INTERNAL, "failed to load '<model>', failed to poll from model
+    repository".  naiad adds the reason, which Triton only logs.
+    """
+    try:
+        return config_from_json(config_json)
+    except ConfigError as exc:
+        raise Internal(
+            f"failed to load '{name}', failed to poll from model repository: "
+            f"invalid config override: {exc.message}"
+        ) from None
 
 
 def _tensor_metadata(

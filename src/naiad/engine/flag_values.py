@@ -62,6 +62,14 @@ def worker_count(text: str) -> int:
     return int(text)
 
 
+def count(text: str) -> int:
+    """A count of 0 or more (``--model-load-retry-count``); anything else is a usage error,
+    as in Triton."""
+    if not text.strip().isdigit():
+        raise argparse.ArgumentTypeError(f"expected a number (0 or more), got '{text}'")
+    return int(text)
+
+
 def resource(text: str) -> str:
     """A ``--rate-limit-resource`` value, checked early for a clear message."""
     from naiad.scheduling.rate_limiter import ResourceLimit

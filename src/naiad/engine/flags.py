@@ -16,6 +16,7 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
+from naiad.engine import triton_flags
 from naiad.engine.flag_values import boolean
 from naiad.engine.options import (
     GROUPS,
@@ -30,13 +31,15 @@ from naiad.engine.options import (
 
 def add_serve_flags(parser: argparse.ArgumentParser) -> None:
     """Every option's flag, with its deprecated spellings, in one argument group per
-    area, in the order of the README's options table."""
+    area, in the order of the README's options table; then Triton's flags that naiad
+    accepts without effect."""
     groups = {name: parser.add_argument_group(name, about) for name, about in GROUPS.items()}
     for f, spec in options_by_flag().values():
         group = groups[spec.group]
         _add(group, f, spec)
         for older in spec.older:
             _add_older(group, older)
+    triton_flags.add_flags(parser)
 
 
 def add_flag(parser: argparse.ArgumentParser, name: str) -> None:
@@ -68,7 +71,7 @@ def options_from_args(args: argparse.Namespace) -> ServerOptions:
             settings[f.name] = spec.read(own, given)
         else:
             settings[f.name] = tuple(own) if isinstance(own, list) else own
-    return ServerOptions(**settings)
+    return ServerOptions(**settings, triton_flags_without_effect=triton_flags.given(args))
 
 
 def shown_default(f: dataclasses.Field[Any], spec: Option) -> str:

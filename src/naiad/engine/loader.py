@@ -3,12 +3,15 @@
 Everything slow (file I/O, auto-complete, framework sessions, processes)
 runs in a worker thread; only the registry and scheduler wiring happen on
 the event loop.  A model that fails is UNAVAILABLE with the reason, and the
-others load regardless.
+others load regardless.  As in Triton, at most ``--model-load-thread-count``
+versions start their instances at a time, and a version whose instances
+fail is started afresh up to ``--model-load-retry-count`` more times.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 from collections.abc import Collection
@@ -113,6 +116,9 @@ class ModelLoader:
         self.admission = AdmissionControl(options.max_queued_requests)
         #: Which ensembles call which models (unloading a composing model).
         self.dependencies = EnsembleDependencies()
+        #: --model-load-thread-count: versions whose instances load at the same time
+        #: (Triton's load thread pool; 0 counts as 1, as there).
+        self._load_slots = asyncio.Semaphore(max(1, options.model_load_thread_count))
 
     # -- configuration -----------------------------------------------------
 
@@ -238,33 +244,19 @@ class ModelLoader:
 
     async def _load_version(self, entry: ModelEntry, config: ModelConfig, version: int) -> None:
         previous = entry.versions.get(version)
-        mv = ModelVersion(entry.name, version)
-        if previous is None:
-            entry.versions[version] = mv
         assert entry.source is not None
-        ctx = LoadContext(
-            name=entry.name,
-            version=version,
-            model_dir=entry.source.path,
-            config=config,
-            services=self.services,
-            options=self.options.backend_config.get(config.backend, {}),
-        )
-        mv.context = ctx
-        mv.config = config
-        log.info("loading '%s' version %d", entry.name, version)
         started = time.monotonic()
-        try:
-            await self._start_version(mv, ctx)
-        except NaiadError as exc:
-            mv.state = ModelState.UNAVAILABLE
-            mv.reason = exc.status_text()  # Triton's version reason names the kind
-        except Exception as exc:
-            log.exception("loading model '%s' version %d failed", entry.name, version)
-            mv.state = ModelState.UNAVAILABLE
-            mv.reason = f"Internal: {type(exc).__name__}: {exc}"
+        # An ensemble has no instances; it waits for its composing models, so it must
+        # not hold a slot they may need.
+        slot: contextlib.AbstractAsyncContextManager[object] = (
+            self._load_slots if config.platform != "ensemble" else contextlib.nullcontext()
+        )
+        if previous is None:  # LOADING while it waits for a slot, as in Triton
+            waiting = entry.versions[version] = ModelVersion(entry.name, version)
+            waiting.config = config
+        async with slot:
+            mv = await self._try_version(entry, config, version, previous)
         if mv.state is ModelState.UNAVAILABLE:
-            log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
             mv.reason = hide_paths(mv.reason, entry.source)
             if previous is not None and previous.ready:
                 previous.extra["reload_error"] = mv.reason
@@ -280,6 +272,54 @@ class ModelLoader:
             version,
             time.monotonic() - started,
         )
+
+    async def _try_version(
+        self,
+        entry: ModelEntry,
+        config: ModelConfig,
+        version: int,
+        previous: ModelVersion | None,
+    ) -> ModelVersion:
+        """Start the version, and as Triton does, start it afresh up to
+        ``--model-load-retry-count`` more times while it fails; the last try."""
+        assert entry.source is not None
+        tries = 1 + self.options.model_load_retry_count
+        for attempt in range(1, tries + 1):
+            mv = ModelVersion(entry.name, version)
+            if previous is None:  # listed as LOADING meanwhile
+                entry.versions[version] = mv
+            ctx = LoadContext(
+                name=entry.name,
+                version=version,
+                model_dir=entry.source.path,
+                config=config,
+                services=self.services,
+                options=self.options.backend_config.get(config.backend, {}),
+            )
+            mv.context = ctx
+            mv.config = config
+            log.info("loading '%s' version %d", entry.name, version)
+            try:
+                await self._start_version(mv, ctx)
+            except NaiadError as exc:
+                mv.state = ModelState.UNAVAILABLE
+                mv.reason = exc.status_text()  # Triton's version reason names the kind
+            except Exception as exc:
+                log.exception("loading model '%s' version %d failed", entry.name, version)
+                mv.state = ModelState.UNAVAILABLE
+                mv.reason = f"Internal: {type(exc).__name__}: {exc}"
+            if mv.state is not ModelState.UNAVAILABLE:
+                return mv
+            log.error("failed to load '%s' version %d: %s", entry.name, version, mv.reason)
+            if attempt < tries:
+                log.warning(
+                    "loading '%s' version %d again (retry %d of %d, --model-load-retry-count)",
+                    entry.name,
+                    version,
+                    attempt,
+                    tries - 1,
+                )
+        return mv
 
     async def _start_version(self, mv: ModelVersion, ctx: LoadContext) -> None:
         config = ctx.config

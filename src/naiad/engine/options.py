@@ -164,6 +164,16 @@ class ServerOptions:
         15.0, "--repository-poll-secs", MODELS,
         "seconds between two scans of the repositories in poll mode", metavar="SECS",
     )  # fmt: skip
+    model_load_thread_count: int = option(
+        4, "--model-load-thread-count", MODELS,
+        "model versions whose instances load at the same time (0 counts as 1)", metavar="N",
+        value=values.count,
+    )  # fmt: skip
+    model_load_retry_count: int = option(
+        0, "--model-load-retry-count", MODELS,
+        "times a model version whose instances failed to load is tried again", metavar="N",
+        value=values.count,
+    )  # fmt: skip
     model_config_name: str | None = option(
         None, "--model-config-name", MODELS,
         "read configs/<NAME>.pbtxt of a model where it has one, else its config.pbtxt",
@@ -508,6 +518,10 @@ class ServerOptions:
         "0 = unlimited.  Per model: config parameter naiad.max_queued_requests",
         metavar="N",
     )  # fmt: skip
+    #: The Triton flags given that naiad accepts without effect, for the start-up warnings.
+    triton_flags_without_effect: tuple[str, ...] = no_flag(
+        (), "set by the flags of naiad.engine.triton_flags, which are no options of naiad's"
+    )
     extra: dict[str, object] = no_flag({}, "a place for settings that have no option yet")
 
 
