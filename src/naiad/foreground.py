@@ -70,7 +70,9 @@ async def serve(options: ServerOptions) -> int:
         options.model_control_mode,
     )
     server = Server(options=options)
-    server.dataplane.cluster = Cluster.from_environment(server.dataplane)
+    server.dataplane.cluster = Cluster.from_environment(
+        server.dataplane, options.worker_timeout_secs
+    )
     try:
         with reserved(options):  # a port in use fails here, before any model loads
             await server.dataplane.start()

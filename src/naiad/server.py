@@ -146,9 +146,14 @@ class Server:
         """Stop accepting work, drain what is in flight, unload every model."""
         if timeout is None:
             timeout = self.options.exit_timeout_secs
-        self.dataplane.stopping = True
         frontends, self.frontends = self.frontends, {}
-        await asyncio.gather(*(fe.close(timeout) for fe in frontends.values()))
+        closing = asyncio.gather(*(fe.close(timeout) for fe in frontends.values()))
+        # One turn of the loop: every frontend has stopped accepting and told its
+        # connections to finish (idle ones close at once) before the data plane refuses
+        # new work, so no request read meanwhile gets a 503 on a connection kept open.
+        await asyncio.sleep(0)
+        self.dataplane.stopping = True
+        await closing
         await self.dataplane.stop(timeout)
 
     async def __aenter__(self) -> Server:

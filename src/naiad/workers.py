@@ -10,7 +10,8 @@ it changes).  The supervisor
 
 - starts the workers and waits until every one has loaded its models;
 - restarts a worker that dies (its in-flight requests fail with their
-  connection; the others keep serving);
+  connection; the others keep serving), and kills, to restart it, a worker
+  whose event loop stops answering its pings (``--worker-timeout-secs``);
 - serves the metrics port with the sum of the workers' metrics;
 - on SIGINT/SIGTERM lets every worker drain as one server does.
 
@@ -38,7 +39,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from naiad.engine.options import ServerOptions
-from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX
+from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX, socket_path
+from naiad.engine.peers.link import Link, PeerGone
 from naiad.metrics.aggregate import sum_expositions
 
 log = logging.getLogger("naiad")
@@ -49,6 +51,8 @@ READY_FD = "NAIAD_WORKER_READY_FD"
 _SCRAPE_TIMEOUT_S = 5.0
 #: A worker that dies this soon after it started, this many times running, is not restarted.
 _CRASH_LOOP = (30.0, 3)
+#: Health checks per --worker-timeout-secs: a hung worker is found within 1.2 timeouts.
+_CHECKS_PER_TIMEOUT = 5
 
 
 @dataclass
@@ -99,6 +103,7 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     metrics = None
+    checking: list[asyncio.Task[None]] = []
     try:
         if options.metrics_port >= 0:  # before the workers: their ports can no longer take it
             try:
@@ -111,6 +116,9 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
         for worker in workers:
             _start(worker, command, env)
         watching = [asyncio.create_task(_watch(w, command, env, stop)) for w in workers]
+        if options.worker_timeout_secs > 0:
+            timeout = options.worker_timeout_secs
+            checking = [asyncio.create_task(_check(w, folder, timeout)) for w in workers]
         waits: list[asyncio.Future[Any]] = [
             asyncio.gather(*(w.ready.wait() for w in workers)),
             asyncio.ensure_future(stop.wait()),
@@ -125,15 +133,21 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
             return await _shut_down(workers, options, failed[0].result())
         if not stop.is_set():
             log.info(
-                "%d workers serving HTTP on %d and gRPC on %d", len(workers), http_port, grpc_port
+                "%d workers serving %s",
+                len(workers),
+                _endpoints(options, http_port, grpc_port, metrics),
             )
             await stop.wait()
+        for check in checking:  # a draining worker is not hung: it exits within its timeout
+            check.cancel()
         code = 0
         for task in watching:
             if task.done() and task.result():
                 code = task.result()
         return await _shut_down(workers, options, code)
     finally:
+        for check in checking:
+            check.cancel()
         # After an error nobody foresaw, no worker may outlive its supervisor (and the
         # threads waiting on them would keep this process from exiting).
         for worker in workers:
@@ -193,6 +207,38 @@ async def _watch(
         _start(worker, command, env)
 
 
+async def _check(worker: Worker, folder: str, timeout: float) -> None:
+    """Kill ``worker`` when its event loop leaves a ping unanswered for ``timeout``
+    seconds (stopped, deadlocked, blocked by work that belongs on a thread), so that
+    :func:`_watch` restarts it: until it dies, the kernel keeps handing it its share
+    of new connections, and it holds the sequences it owns.  The ping is answered
+    by the loop itself, so a slow model never trips it; a worker is checked once it
+    serves (loading its models at start-up is not checked)."""
+    link = Link(socket_path(folder, worker.index), f"worker {worker.index}")
+    try:
+        while True:
+            await worker.ready.wait()
+            process = worker.process
+            assert process is not None
+            try:
+                await asyncio.wait_for(link.ping(), timeout)
+            except PeerGone:
+                pass  # exiting or restarting: _watch sees to it
+            except asyncio.TimeoutError:
+                if process is worker.process and process.poll() is None:
+                    log.error(
+                        "worker %d (pid %d) did not answer for %gs (--worker-timeout-secs); "
+                        "killing it to restart it",
+                        worker.index,
+                        process.pid,
+                        timeout,
+                    )
+                    process.kill()
+            await asyncio.sleep(timeout / _CHECKS_PER_TIMEOUT)
+    finally:
+        await link.close()
+
+
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:
     """SIGTERM every worker (each drains as one server does), then wait; kill stragglers."""
     running = [w.process for w in workers if w.process is not None and w.process.poll() is None]
@@ -234,6 +280,23 @@ def _hold_ports(options: ServerOptions) -> tuple[list[socket.socket], int, int] 
         sockets.append(sock)
         ports.append(sock.getsockname()[1])
     return sockets, ports[0], ports[1]
+
+
+def _endpoints(
+    options: ServerOptions, http_port: int, grpc_port: int, metrics: asyncio.Server | None
+) -> str:
+    """Where the server answers, for the log: "HTTP at host:port, gRPC at ..."."""
+    parts = []
+    for name, host, port in (
+        ("HTTP", options.http_address, http_port),
+        ("gRPC", options.grpc_address, grpc_port),
+    ):
+        if port >= 0:
+            parts.append(f"{name} at {host or '0.0.0.0'}:{port}")
+    if metrics is not None:
+        host, port = metrics.sockets[0].getsockname()[:2]
+        parts.append(f"metrics (the sum of the workers') at {host}:{port}")
+    return ", ".join(parts)
 
 
 def _free_ports(count: int) -> list[int]:

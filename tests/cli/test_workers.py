@@ -48,6 +48,11 @@ def _successes(text: str) -> int:
 
 def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(served):
     assert len(served.workers()) == 2
+    # The supervisor's log names every port it serves, the summed metrics one too.
+    served.wait_for(
+        rf"2 workers serving HTTP at 127\.0\.0\.1:{served.http}, gRPC at 127\.0\.0\.1:"
+        rf"{served.grpc}, metrics \(the sum of the workers'\) at 127\.0\.0\.1:{served.metrics}$"
+    )
     for i in range(60):
         assert infer(served.http, [float(i)] * 4) == [i + 1.0] * 4
     client = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc}")

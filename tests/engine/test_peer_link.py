@@ -1,4 +1,5 @@
-"""Calls between workers over a Unix socket: results, streams, errors, a peer that goes."""
+"""Calls between workers over a Unix socket: results, streams, errors, a peer that goes,
+a peer that stops answering."""
 
 from __future__ import annotations
 
@@ -42,6 +43,10 @@ class Peer:
 
     async def crash(self) -> None:
         raise RuntimeError("a bug")
+
+    async def slow(self, seconds: float) -> str:
+        await asyncio.sleep(seconds)  # the loop runs meanwhile, as while a model executes
+        return "done"
 
     async def hang(self) -> None:
         try:
@@ -93,6 +98,44 @@ async def test_a_peer_that_is_not_there_or_goes_is_peer_gone(linked, tmp_path):
     with pytest.raises(PeerGone, match="worker 0 stopped before it answered"):
         await waiting
     assert issubclass(PeerGone, Unavailable)
+
+
+async def test_a_call_outlives_the_timeout_while_the_peer_answers_pings(tmp_path):
+    peer = Peer()
+    listener = Listener(str(tmp_path / "0.sock"), peer.serve)
+    await listener.start()
+    link = Link(str(tmp_path / "0.sock"), "worker 0", timeout=0.3)
+    try:
+        await link.ping()
+        assert await link.call("slow", 1.5) == "done"  # five timeouts long, pinged throughout
+    finally:
+        await link.close()
+        await listener.close()
+
+
+async def test_a_peer_that_stops_answering_fails_the_calls_waiting_on_it(tmp_path):
+    """A stopped worker's socket still accepts (the kernel queues the connection) but
+    nothing answers: the calls fail after the timeout instead of waiting forever."""
+    accepted: list[asyncio.StreamWriter] = []
+
+    async def silent(_: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        accepted.append(writer)  # never reads, never answers
+
+    server = await asyncio.start_unix_server(silent, str(tmp_path / "1.sock"))
+    link = Link(str(tmp_path / "1.sock"), "worker 1", timeout=0.3)
+    try:
+        calls = [link.call("double", np.ones(1, np.float32)), link.stream("count", 3).__anext__()]
+        for outcome in await asyncio.wait_for(asyncio.gather(*calls, return_exceptions=True), 30):
+            assert isinstance(outcome, PeerGone), outcome
+            assert str(outcome) == "worker 1 did not answer for 0.3s (stopped or stuck)"
+        with pytest.raises(PeerGone, match="worker 1 did not answer"):  # again, on a new connection
+            await asyncio.wait_for(link.call("double", np.ones(1, np.float32)), 30)
+        assert len(accepted) == 2
+    finally:
+        await link.close()
+        for writer in accepted:
+            writer.close()
+        server.close()
 
 
 def test_datatypes_unpickle_as_the_same_instance():

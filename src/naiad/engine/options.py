@@ -199,6 +199,12 @@ class ServerOptions:
         "(auto: one per core; docs/workers.md)",
         metavar="N|auto", value=values.worker_count,
     )  # fmt: skip
+    worker_timeout_secs: float = option(
+        10.0, "--worker-timeout-secs", OPERATIONS,
+        "with --workers: a worker whose event loop does not answer for this long is killed "
+        "and restarted, and requests passed to it fail (naiad; 0: never; docs/workers.md)",
+        metavar="SECS",
+    )  # fmt: skip
     exit_timeout_secs: float = option(
         30.0, "--exit-timeout-secs", OPERATIONS,
         "seconds in-flight requests have to finish on SIGINT/SIGTERM", metavar="SECS",

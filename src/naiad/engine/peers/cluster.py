@@ -69,13 +69,20 @@ class Local(Protocol):
 
 
 class Cluster:
-    def __init__(self, index: int, count: int, directory: str, local: Local) -> None:
+    """``timeout``: how long a peer may leave a ping unanswered while this worker
+    waits on it (``--worker-timeout-secs``; see :class:`~naiad.engine.peers.link.Link`)."""
+
+    def __init__(
+        self, index: int, count: int, directory: str, local: Local, timeout: float = 0.0
+    ) -> None:
         self.index = index
         self.count = count
         self._local = local
-        self._listener = Listener(_socket(directory, index), self._serve)
+        self._listener = Listener(socket_path(directory, index), self._serve)
         self._links = {
-            i: Link(_socket(directory, i), f"worker {i}") for i in range(count) if i != index
+            i: Link(socket_path(directory, i), f"worker {i}", timeout)
+            for i in range(count)
+            if i != index
         }
         self._journal = Journal()
         self._lock = asyncio.Lock()  # one change at a time while this worker coordinates
@@ -83,12 +90,12 @@ class Cluster:
         self._waiting: list[Change] = []  # changes that arrived while catching up
 
     @classmethod
-    def from_environment(cls, local: Local) -> Cluster | None:
+    def from_environment(cls, local: Local, timeout: float = 0.0) -> Cluster | None:
         """This worker's cluster when the supervisor started it with others, else None."""
         count = int(os.environ.get(COUNT, "1"))
         if count < 2 or DIRECTORY not in os.environ:
             return None
-        return cls(int(os.environ[INDEX]), count, os.environ[DIRECTORY], local)
+        return cls(int(os.environ[INDEX]), count, os.environ[DIRECTORY], local, timeout)
 
     async def start(self) -> None:
         """Listen for the others; before this worker loads anything, so that no change
@@ -238,5 +245,6 @@ class Cluster:
             return self._journal.changes()
 
 
-def _socket(directory: str, index: int) -> str:
+def socket_path(directory: str, index: int) -> str:
+    """Where worker ``index`` listens for the others (and for the supervisor's pings)."""
     return os.path.join(directory, f"{index}.sock")

@@ -8,10 +8,19 @@ its call, so a slow sequence step never holds up a model load.
 
 A frame is an 8-byte length and a pickle of ``(call, kind, payload)``:
 
-- to the listener: ``"call"`` with ``(method, args)``, or ``"cancel"``;
+- to the listener: ``"call"`` with ``(method, args)``, ``"cancel"``, or
+  ``"ping"``;
 - back: ``"reply"`` with the result, ``"item"`` for each element of a
-  streamed result and ``"end"`` after the last, or ``"error"`` with a
-  ``(kind, message)`` pair that becomes a :class:`NaiadError` again.
+  streamed result and ``"end"`` after the last, ``"error"`` with a
+  ``(kind, message)`` pair that becomes a :class:`NaiadError` again, or
+  ``"pong"``.
+
+A ping is answered by the listener itself, from its event loop, whatever the
+peer's models are doing: an answer says the peer's loop runs, so a call may
+wait as long as its model takes, while a peer that is stopped or whose loop is
+stuck fails the calls waiting on it after the link's timeout (see
+:class:`Link`).  The ``--workers`` supervisor health-checks its workers
+with the same ping.
 """
 
 from __future__ import annotations
@@ -36,6 +45,8 @@ class PeerGone(Unavailable):
 log = logging.getLogger("naiad")
 
 _LENGTH = struct.Struct("!Q")
+#: How often a link with calls in flight pings its peer (at most; see Link._watch).
+_PING_EVERY_S = 1.0
 
 #: What a listener calls for each incoming call: a result, or an async
 #: iterator whose items are sent one frame each.
@@ -96,6 +107,9 @@ class Listener:
                     if call in running:
                         running[call].cancel()
                     continue
+                if kind == "ping":
+                    writer.write(_frame(call, "pong", None))
+                    continue
                 method, args = payload
                 running[call] = asyncio.ensure_future(self._answer(call, method, args, writer))
                 running[call].add_done_callback(functools.partial(_forget, running, call))
@@ -129,23 +143,35 @@ class Listener:
             await writer.drain()
 
 
+#: Frames for each call in flight on one connection.
+Calls = dict[int, "asyncio.Queue[tuple[str, Any]]"]
+
+
 class Link:
     """This worker's connection to one peer, opened on first use and again after
     the peer restarts.  A call to a peer that does not answer (restarting, or
-    not yet started) raises :class:`PeerGone`."""
+    not yet started) raises :class:`PeerGone`.
 
-    def __init__(self, path: str, name: str) -> None:
+    With a ``timeout`` (seconds; 0 for none), the peer must answer a ping
+    within it while calls are in flight, else they fail with :class:`PeerGone`
+    and the connection is dropped: a stopped peer never hangs its callers,
+    and a slow model never fails them.
+    """
+
+    def __init__(self, path: str, name: str, timeout: float = 0.0) -> None:
         self.path = path
         self.name = name
+        self.timeout = max(timeout, 0.0)
         self._writer: asyncio.StreamWriter | None = None
         self._reader_task: asyncio.Task[None] | None = None
         self._connecting = asyncio.Lock()
-        self._calls: dict[int, asyncio.Queue[tuple[str, Any]]] = {}
+        self._calls: Calls = {}  # the current connection's
         self._next = 0
+        self._watchdog: asyncio.Task[None] | None = None
 
     async def call(self, method: str, *args: Any) -> Any:
         """``method(*args)`` on the peer; its result, or its error raised here."""
-        call, frames = await self._open(method, args)
+        call, frames = await self._open("call", (method, args))
         done = False
         try:
             kind, payload = _checked(await frames.get(), self.name)
@@ -156,7 +182,7 @@ class Link:
 
     async def stream(self, method: str, *args: Any) -> AsyncIterator[Any]:
         """Every item of the peer's streamed result."""
-        call, frames = await self._open(method, args)
+        call, frames = await self._open("call", (method, args))
         done = False
         try:
             while True:
@@ -168,7 +194,17 @@ class Link:
         finally:
             self._close(call, done)
 
+    async def ping(self) -> None:
+        """Returns once the peer's event loop has answered (see the module's doc)."""
+        call, frames = await self._open("ping", None)
+        try:
+            _checked(await frames.get(), self.name)
+        finally:
+            self._calls.pop(call, None)
+
     async def close(self) -> None:
+        if self._watchdog is not None:
+            self._watchdog.cancel()
         if self._writer is not None:
             self._writer.close()
         if self._reader_task is not None:
@@ -176,14 +212,15 @@ class Link:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._reader_task
 
-    async def _open(
-        self, method: str, args: tuple[Any, ...]
-    ) -> tuple[int, asyncio.Queue[tuple[str, Any]]]:
+    async def _open(self, kind: str, payload: Any) -> tuple[int, asyncio.Queue[tuple[str, Any]]]:
+        """Send a ``"call"`` or a ``"ping"`` frame and register for the answer's frames."""
         writer = await self._connect()
         self._next += 1
         frames: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
         self._calls[self._next] = frames
-        writer.write(_frame(self._next, "call", (method, args)))
+        writer.write(_frame(self._next, kind, payload))
+        if kind == "call" and self.timeout > 0 and self._watchdog is None:
+            self._watchdog = asyncio.ensure_future(self._watch())
         return self._next, frames
 
     def _close(self, call: int, done: bool) -> None:
@@ -198,26 +235,56 @@ class Link:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
             try:
-                reader, self._writer = await asyncio.open_unix_connection(self.path)
-            except OSError:
+                # A stopped peer's full backlog would hold a connect forever.
+                reader, writer = await asyncio.wait_for(
+                    asyncio.open_unix_connection(self.path), self.timeout or None
+                )
+            except (OSError, asyncio.TimeoutError):
                 raise PeerGone(f"{self.name} is not serving (restarting?)") from None
-            self._reader_task = asyncio.ensure_future(self._receive(reader))
-            return self._writer
+            self._writer, self._calls = writer, {}
+            self._reader_task = asyncio.ensure_future(self._receive(reader, writer, self._calls))
+            return writer
 
-    async def _receive(self, reader: asyncio.StreamReader) -> None:
+    async def _receive(
+        self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, calls: Calls
+    ) -> None:
         try:
             while True:
                 call, kind, payload = await _read(reader)
-                frames = self._calls.get(call)
+                frames = calls.get(call)
                 if frames is not None:
                     frames.put_nowait((kind, payload))
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
         finally:
-            if self._writer is not None:
-                self._writer.close()
-            for frames in self._calls.values():  # every call in flight learns the peer is gone
+            writer.close()
+            for frames in calls.values():  # every call in flight learns the peer is gone
                 frames.put_nowait(("lost", None))
+
+    async def _watch(self) -> None:
+        """Ping the peer while calls are in flight; drop the connection, failing
+        them, when a ping goes unanswered for ``timeout`` seconds."""
+        try:
+            while self._calls:
+                await asyncio.sleep(min(_PING_EVERY_S, self.timeout / 2))
+                if not self._calls:
+                    return
+                calls, writer = self._calls, self._writer
+                try:
+                    await asyncio.wait_for(self.ping(), self.timeout)
+                except PeerGone:
+                    return  # the calls learnt it too
+                except asyncio.TimeoutError:
+                    why = f"{self.name} did not answer for {self.timeout:g}s (stopped or stuck)"
+                    log.warning("%s: failing the %d call(s) waiting on it", why, len(calls))
+                    for frames in calls.values():
+                        frames.put_nowait(("lost", why))
+                    calls.clear()
+                    if writer is not None:
+                        writer.transport.abort()  # close() would wait to flush to a stopped peer
+                    return
+        finally:
+            self._watchdog = None
 
 
 def _checked(frame: tuple[str, Any], peer: str) -> tuple[str, Any]:
@@ -227,5 +294,5 @@ def _checked(frame: tuple[str, Any], peer: str) -> tuple[str, Any]:
         error_kind, message = payload
         raise NaiadError.of(Kind(error_kind), message)
     if kind == "lost":
-        raise PeerGone(f"{peer} stopped before it answered")
+        raise PeerGone(payload or f"{peer} stopped before it answered")
     return frame
