@@ -11,6 +11,7 @@ only to read their signature.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -89,7 +90,7 @@ class _ModelChecker:
         for problem in problems:
             self.report.add(_line(source, problem))
         reported = {p.field for p in problems if isinstance(p, ConfigError) and p.field}
-        self.check_versions(source, prepared, reported)
+        self.check_versions(source, prepared, reported, clean=not problems)
 
     def prepare(self, source: ModelSource) -> PreparedConfig | None:
         """The completed config; None (with the problem reported) when there is none."""
@@ -101,7 +102,7 @@ class _ModelChecker:
         except NaiadError as exc:
             failure: NaiadError = exc
         except Exception as exc:  # report, don't crash the checker
-            self.report.add(f"{source.path}: {type(exc).__name__}: {exc}")
+            self.report.add(_located(str(source.path), f"{type(exc).__name__}: {exc}"))
             return None
         # Auto-complete failed: a missing model file explains it better.
         try:
@@ -143,9 +144,10 @@ class _ModelChecker:
         return missing
 
     def check_versions(
-        self, source: ModelSource, prepared: PreparedConfig, reported: set[str]
+        self, source: ModelSource, prepared: PreparedConfig, reported: set[str], *, clean: bool
     ) -> None:
-        """Each version's model file is there and agrees with the config.
+        """Each version's model file is there, agrees with the config and passes the
+        backend's own checks (``Backend.check_version``, only for a ``clean`` config).
 
         A field the config validation already reported is not compared with
         the model again, nor is anything when max_batch_size (which every
@@ -163,6 +165,9 @@ class _ModelChecker:
             except NaiadError as exc:
                 self.report.add(_line(source, exc))
                 continue
+            # A config the rules refused is not bound to the file: that would repeat them.
+            if clean and not self.check_version(source, prepared, version):
+                continue
             if signature is None or "max_batch_size" in reported:
                 continue
             problems = validate_signature(prepared.config, signature)
@@ -174,12 +179,44 @@ class _ModelChecker:
             for error in problems.errors(prepared.path, prepared.text):
                 self.report.add(str(error))
 
+    def check_version(self, source: ModelSource, prepared: PreparedConfig, version: int) -> bool:
+        """The backend's own checks of a version's model file; False when it is refused."""
+        assert prepared.backend is not None
+        try:
+            prepared.backend.check_version(prepared.config, source.path, version)
+        except NaiadError as exc:
+            path = prepared.backend.model_file(prepared.config, source.path, version)
+            self.report.add(_located(str(path or source.path), exc.message))
+            return False
+        except Exception as exc:  # report, don't crash the checker
+            self.report.add(_located(str(source.path), f"{type(exc).__name__}: {exc}"))
+            return False
+        return True
+
 
 def _line(source: ModelSource, error: NaiadError) -> str:
     """A problem as a line that starts with its file (a config error names its own)."""
     if isinstance(error, ConfigError) and error.path:
         return str(error)
-    return f"{source.path}: {error.message}"
+    return _located(str(source.path), error.message)
+
+
+#: A frame of a Python model's traceback as its errors list them: ``  file(line): function``.
+_FRAME = re.compile(r"^\s*(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+
+
+def _located(where: str, message: str) -> str:
+    """``where: message`` on one line, as a CI log wants it.
+
+    A Python model's error carries its traceback ("At:" and the frames,
+    innermost first): the innermost frame's file and line start the line.
+    """
+    text, _, frames = message.partition("\n\nAt:\n")
+    frame = _FRAME.match(frames.splitlines()[0]) if frames.strip() else None
+    if frame is not None:
+        where = f"{frame['file']}:{frame['line']}"
+        text = f"{text} (in {frame['function']})"
+    return f"{where}: " + " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _plural(count: int, singular: str, plural: str | None = None) -> str:
