@@ -23,6 +23,7 @@ from naiad.engine.check import check_repositories
 
 torch = pytest.importorskip("torch")
 xgboost = pytest.importorskip("xgboost")
+ov = pytest.importorskip("openvino")
 
 pytestmark = [
     pytest.mark.protocol,
@@ -69,6 +70,19 @@ def tree_model(model_dir: Path, features: int, outputs: int) -> None:
     )
 
 
+def openvino_fixed_batch(model_dir: Path, scratch: Path) -> None:
+    """An IR whose batch is fixed at 2, kept so (SKIP_OV_DYNAMIC_BATCHSIZE) under max_batch_size 8."""
+    onnx_file = onnx_models.identity(scratch / "fixed.onnx", shape=[2, 16])
+    path = model_dir / "1" / "model.xml"
+    path.parent.mkdir(parents=True)
+    ov.save_model(ov.convert_model(str(onnx_file)), str(path))
+    write_config(
+        model_dir,
+        'backend: "openvino"\nmax_batch_size: 8\n'
+        'parameters { key: "SKIP_OV_DYNAMIC_BATCHSIZE" value: { string_value: "YES" } }\n',
+    )
+
+
 PYTHON_MODEL = """
 import triton_python_backend_utils as pb_utils
 
@@ -110,7 +124,8 @@ class Outcome:
 
 @pytest.fixture(scope="module")
 def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
-    repo = tmp_path_factory.mktemp("check_as_serve") / "models"
+    scratch = tmp_path_factory.mktemp("check_as_serve")
+    repo = scratch / "models"
     two = tensors("input", "x", "y") + tensors("output", "OUTPUT__0", "OUTPUT__1")
     torchscript(repo / "torch_ok", two)
     torchscript(repo / "torch_input", tensors("input", "x", "z") + tensors("output", "OUTPUT__0"))
@@ -127,6 +142,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
         'backend: "onnxruntime"\n'
         'parameters { key: "intra_op_thread_count" value: { string_value: "four" } }\n',
     )
+    openvino_fixed_batch(repo / "openvino_batch", scratch)
     io = tensors("input", "INPUT0") + tensors("output", "OUTPUT0")
     python_model(repo / "count_negative", io + "instance_group [{ count: -1 kind: KIND_CPU }]\n")
     python_model(repo / "python_auto_complete", io, REFUSING_AUTO_COMPLETE)
@@ -208,6 +224,16 @@ def test_an_onnxruntime_parameter_that_does_not_parse(outcome):
     )
     assert reported(outcome, "onnx_parameter") == [f"{outcome.repo / 'onnx_parameter'}: {message}"]
     assert outcome.refused["onnx_parameter"] == message
+
+
+def test_an_openvino_batch_fixed_below_max_batch_size(outcome):
+    message = (
+        "unable to load model 'openvino_batch': its batch size is fixed at 2 "
+        "(SKIP_OV_DYNAMIC_BATCHSIZE), less than max_batch_size 8"
+    )
+    model_file = outcome.repo / "openvino_batch" / "1" / "model.xml"
+    assert reported(outcome, "openvino_batch") == [f"{model_file}: {message}"]
+    assert outcome.refused["openvino_batch"] == f"Invalid argument: {message}"
 
 
 def test_a_negative_instance_count_is_the_default_count_as_in_triton(outcome):

@@ -165,33 +165,32 @@ class _ModelChecker:
             except NaiadError as exc:
                 self.report.add(_line(source, exc))
                 continue
-            # A config the rules refused is not bound to the file: that would repeat them.
-            if clean and not self.check_version(source, prepared, version):
-                continue
-            if signature is None or "max_batch_size" in reported:
-                continue
-            problems = validate_signature(prepared.config, signature)
-            problems.items = [
-                (f, f"version {version}: {d}" if len(versions) > 1 else d)
-                for f, d in problems.items
-                if f not in reported
-            ]
-            for error in problems.errors(prepared.path, prepared.text):
-                self.report.add(str(error))
+            agrees = True
+            if signature is not None and "max_batch_size" not in reported:
+                problems = validate_signature(prepared.config, signature)
+                problems.items = [
+                    (f, f"version {version}: {d}" if len(versions) > 1 else d)
+                    for f, d in problems.items
+                    if f not in reported
+                ]
+                for error in problems.errors(prepared.path, prepared.text):
+                    self.report.add(str(error))
+                agrees = not problems.items
+            # The backend's own checks come after the config's and the signature's, as in a
+            # load; they are not run on a config already refused (that would repeat it).
+            if clean and agrees:
+                self.check_version(source, prepared, version)
 
-    def check_version(self, source: ModelSource, prepared: PreparedConfig, version: int) -> bool:
-        """The backend's own checks of a version's model file; False when it is refused."""
+    def check_version(self, source: ModelSource, prepared: PreparedConfig, version: int) -> None:
+        """The backend's own checks of a version's model file (``Backend.check_version``)."""
         assert prepared.backend is not None
         try:
             prepared.backend.check_version(prepared.config, source.path, version)
         except NaiadError as exc:
             path = prepared.backend.model_file(prepared.config, source.path, version)
             self.report.add(_located(str(path or source.path), exc.message))
-            return False
         except Exception as exc:  # report, don't crash the checker
             self.report.add(_located(str(source.path), f"{type(exc).__name__}: {exc}"))
-            return False
-        return True
 
 
 def _line(source: ModelSource, error: NaiadError) -> str:
