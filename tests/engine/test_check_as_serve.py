@@ -146,6 +146,7 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     io = tensors("input", "INPUT0") + tensors("output", "OUTPUT0")
     python_model(repo / "count_negative", io + "instance_group [{ count: -1 kind: KIND_CPU }]\n")
     python_model(repo / "python_auto_complete", io, REFUSING_AUTO_COMPLETE)
+    python_model(repo / "python_syntax", io).write_text("def execute(self requests):\n    pass\n")
 
     problems = check_repositories([repo]).problems
     server = Server(model_repository=repo, http_port=None, grpc_port=None)
@@ -234,6 +235,14 @@ def test_an_openvino_batch_fixed_below_max_batch_size(outcome):
     model_file = outcome.repo / "openvino_batch" / "1" / "model.xml"
     assert reported(outcome, "openvino_batch") == [f"{model_file}: {message}"]
     assert outcome.refused["openvino_batch"] == f"Invalid argument: {message}"
+
+
+def test_a_python_model_that_does_not_parse(outcome):
+    model_file = outcome.repo / "python_syntax" / "1" / "model.py"
+    (line,) = reported(outcome, "python_syntax")
+    assert line.startswith(f"{model_file}: SyntaxError: ")
+    assert line.endswith("(model.py, line 1)")
+    assert outcome.refused["python_syntax"] == "Internal: " + line.partition(": ")[2]
 
 
 def test_a_negative_instance_count_is_the_default_count_as_in_triton(outcome):
