@@ -143,6 +143,23 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
         'parameters { key: "intra_op_thread_count" value: { string_value: "four" } }\n',
     )
     openvino_fixed_batch(repo / "openvino_batch", scratch)
+    onnx_models.identity(repo / "labels_missing" / "1" / "model.onnx")
+    write_config(
+        repo / "labels_missing",
+        'backend: "onnxruntime"\nmax_batch_size: 8\n'
+        + tensors("input", "INPUT0", dims="[16]")
+        + 'output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [16] '
+        'label_filename: "labels.txt" }]\n',
+    )
+    onnx_models.identity(repo / "warmup_short" / "1" / "model.onnx")
+    (repo / "warmup_short" / "warmup").mkdir()
+    (repo / "warmup_short" / "warmup" / "zeros").write_bytes(bytes(3))
+    write_config(
+        repo / "warmup_short",
+        'backend: "onnxruntime"\nmax_batch_size: 8\n'
+        'model_warmup [{ name: "w" batch_size: 1 inputs { key: "INPUT0" value: '
+        '{ data_type: TYPE_FP32 dims: [16] input_data_file: "zeros" } } }]\n',
+    )
     io = tensors("input", "INPUT0") + tensors("output", "OUTPUT0")
     python_model(repo / "count_negative", io + "instance_group [{ count: -1 kind: KIND_CPU }]\n")
     python_model(repo / "python_auto_complete", io, REFUSING_AUTO_COMPLETE)
@@ -243,6 +260,23 @@ def test_a_python_model_that_does_not_parse(outcome):
     assert line.startswith(f"{model_file}: SyntaxError: ")
     assert line.endswith("(model.py, line 1)")
     assert outcome.refused["python_syntax"] == "Internal: " + line.partition(": ")[2]
+
+
+def test_a_label_file_that_is_not_there(outcome):
+    model_dir = outcome.repo / "labels_missing"
+    message = "unable to read label file '{}': No such file or directory"
+    assert reported(outcome, "labels_missing") == [
+        f"{model_dir}: {message.format(model_dir / 'labels.txt')}"
+    ]
+    assert outcome.refused["labels_missing"] == "Invalid argument: " + message.format(
+        "labels_missing/labels.txt"
+    )
+
+
+def test_warmup_data_of_the_wrong_size(outcome):
+    message = "warmup setting expects 64 bytes, but the data provided from zeros has 3 bytes"
+    assert reported(outcome, "warmup_short") == [f"{outcome.repo / 'warmup_short'}: {message}"]
+    assert outcome.refused["warmup_short"] == f"Invalid argument: {message}"
 
 
 def test_a_negative_instance_count_is_the_default_count_as_in_triton(outcome):

@@ -19,9 +19,11 @@ from naiad.backends.registry import BackendRegistry
 from naiad.config import ConfigError
 from naiad.config.validate_signature import validate_signature
 from naiad.core.errors import NaiadError
-from naiad.engine.loader import ModelLoader, PreparedConfig
+from naiad.core.signature import Signature
+from naiad.engine.loader import ModelLoader, PreparedConfig, output_labels
 from naiad.engine.options import ServerOptions
 from naiad.engine.registry import ModelRegistry
+from naiad.engine.warmup import warmup_requests
 from naiad.repository import ModelSource, scan, select_versions
 
 
@@ -90,7 +92,23 @@ class _ModelChecker:
         for problem in problems:
             self.report.add(_line(source, problem))
         reported = {p.field for p in problems if isinstance(p, ConfigError) and p.field}
+        if not problems:
+            self.check_model_files(source, prepared)
         self.check_versions(source, prepared, reported, clean=not problems)
+
+    def check_model_files(self, source: ModelSource, prepared: PreparedConfig) -> None:
+        """The files a load reads besides the model's own: output labels, warmup data."""
+        config = prepared.config
+        try:
+            output_labels(config, source.path)
+        except NaiadError as exc:
+            self.report.add(_line(source, exc))
+        if prepared.backend is None:
+            return  # an ensemble is not warmed up
+        try:
+            warmup_requests(config, Signature(config), source.path)
+        except NaiadError as exc:
+            self.report.add(_line(source, exc))
 
     def prepare(self, source: ModelSource) -> PreparedConfig | None:
         """The completed config; None (with the problem reported) when there is none."""
