@@ -160,6 +160,15 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
         'model_warmup [{ name: "w" batch_size: 1 inputs { key: "INPUT0" value: '
         '{ data_type: TYPE_FP32 dims: [16] input_data_file: "zeros" } } }]\n',
     )
+    (repo / "ensemble_missing" / "1").mkdir(parents=True)
+    write_config(
+        repo / "ensemble_missing",
+        'platform: "ensemble"\nmax_batch_size: 8\n'
+        + tensors("input", "IN", dims="[16]")
+        + tensors("output", "OUT", dims="[16]")
+        + 'ensemble_scheduling { step [{ model_name: "absent" model_version: -1 '
+        'input_map { key: "INPUT0" value: "IN" } output_map { key: "OUTPUT0" value: "OUT" } }] }\n',
+    )
     io = tensors("input", "INPUT0") + tensors("output", "OUTPUT0")
     python_model(repo / "count_negative", io + "instance_group [{ count: -1 kind: KIND_CPU }]\n")
     python_model(repo / "python_auto_complete", io, REFUSING_AUTO_COMPLETE)
@@ -277,6 +286,14 @@ def test_warmup_data_of_the_wrong_size(outcome):
     message = "warmup setting expects 64 bytes, but the data provided from zeros has 3 bytes"
     assert reported(outcome, "warmup_short") == [f"{outcome.repo / 'warmup_short'}: {message}"]
     assert outcome.refused["warmup_short"] == f"Invalid argument: {message}"
+
+
+def test_an_ensemble_step_calling_a_model_the_repository_lacks(outcome):
+    message = "ensemble ensemble_missing contains models that are not available: absent"
+    assert reported(outcome, "ensemble_missing") == [
+        f"{outcome.repo / 'ensemble_missing'}: {message}"
+    ]
+    assert outcome.refused["ensemble_missing"] == message
 
 
 def test_a_negative_instance_count_is_the_default_count_as_in_triton(outcome):

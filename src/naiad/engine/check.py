@@ -20,11 +20,13 @@ from naiad.config import ConfigError
 from naiad.config.validate_signature import validate_signature
 from naiad.core.errors import NaiadError
 from naiad.core.signature import Signature
+from naiad.engine.ensembles import not_available
 from naiad.engine.loader import ModelLoader, PreparedConfig, output_labels
 from naiad.engine.options import ServerOptions
 from naiad.engine.registry import ModelRegistry
 from naiad.engine.warmup import warmup_requests
 from naiad.repository import ModelSource, scan, select_versions
+from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 
 @dataclass
@@ -65,7 +67,7 @@ def check_repositories(
             f"({', '.join(str(p.parent) for p in paths)}); the server refuses to load it"
         )
         sources += [ModelSource(name, path, path.parent) for path in paths]
-    checker = _ModelChecker(disable_auto_complete_config, report)
+    checker = _ModelChecker(disable_auto_complete_config, report, found.models)
     for source in sorted(sources, key=lambda s: (s.name, str(s.path))):
         report.models += 1
         checker.check(source)
@@ -73,8 +75,15 @@ def check_repositories(
 
 
 class _ModelChecker:
-    def __init__(self, disable_auto_complete_config: bool, report: CheckReport) -> None:
+    def __init__(
+        self,
+        disable_auto_complete_config: bool,
+        report: CheckReport,
+        models: dict[str, ModelSource],
+    ) -> None:
         self.report = report
+        #: The models the server would find, for the ensembles that call them.
+        self.models = models
         backends = BackendRegistry()
         options = ServerOptions(disable_auto_complete_config=disable_auto_complete_config)
         self.loader = ModelLoader(ModelRegistry(), backends, options)
@@ -94,6 +103,8 @@ class _ModelChecker:
         reported = {p.field for p in problems if isinstance(p, ConfigError) and p.field}
         if not problems:
             self.check_model_files(source, prepared)
+            if prepared.backend is None:
+                self.check_composing(source, prepared)
         self.check_versions(source, prepared, reported, clean=not problems)
 
     def check_model_files(self, source: ModelSource, prepared: PreparedConfig) -> None:
@@ -109,6 +120,18 @@ class _ModelChecker:
             warmup_requests(config, Signature(config), source.path)
         except NaiadError as exc:
             self.report.add(_line(source, exc))
+
+    def check_composing(self, source: ModelSource, prepared: PreparedConfig) -> None:
+        """An ensemble's steps call models the repositories hold (a version: its folder)."""
+        missing = []
+        for name, version in EnsembleGraph(prepared.config).composing():
+            model = self.models.get(name)
+            if model is None:
+                missing.append(name)
+            elif version is not None and version not in model.versions():
+                missing.append(f"{name} version {version}")
+        if missing:
+            self.report.add(f"{source.path}: {not_available(source.name, missing)}")
 
     def prepare(self, source: ModelSource) -> PreparedConfig | None:
         """The completed config; None (with the problem reported) when there is none."""
