@@ -1,12 +1,15 @@
-"""``naiad check``: find every problem of a repository without serving it.
+"""``naiad check``: find what ``naiad serve`` would refuse, without serving.
 
 Triton has no such tool; its users find broken configs at start-up, one
-problem at a time.  ``naiad check`` applies the server's own rules (the
-loader's config preparation and validation, the backend's model-file
-signature against the config, the version policy, duplicate model names)
-and reports every problem, each line starting with the file (and line,
-where known) it is about.  No model is executed; ONNX files are opened
-only to read their signature.
+problem at a time.  ``naiad check`` runs the checks a load runs, from the
+same code: the loader's config preparation and validation, each backend's
+``validate``, the model file's signature against the config, the backend's
+``check_version`` (what else the file shows: a TorchScript ``forward()``,
+a tree model's features), label files, warmup data, the models an
+ensemble calls, the version policy and duplicate model names.  Each
+problem is one line that starts with the file (and line, where known) it
+is about, with the message the load would give.  No model is executed:
+files are opened only to be read.
 """
 
 from __future__ import annotations
