@@ -173,6 +173,8 @@ def outcome(tmp_path_factory: pytest.TempPathFactory) -> Outcome:
     python_model(repo / "count_negative", io + "instance_group [{ count: -1 kind: KIND_CPU }]\n")
     python_model(repo / "python_auto_complete", io, REFUSING_AUTO_COMPLETE)
     python_model(repo / "python_syntax", io).write_text("def execute(self requests):\n    pass\n")
+    misspelt = python_model(repo / "python_no_class", io)
+    misspelt.write_text(misspelt.read_text().replace("TritonPythonModel", "TritonPythonModle"))
 
     problems = check_repositories([repo]).problems
     server = Server(model_repository=repo, http_port=None, grpc_port=None)
@@ -294,6 +296,16 @@ def test_an_ensemble_step_calling_a_model_the_repository_lacks(outcome):
         f"{outcome.repo / 'ensemble_missing'}: {message}"
     ]
     assert outcome.refused["ensemble_missing"] == message
+
+
+def test_a_python_model_without_its_class(outcome):
+    model_file = outcome.repo / "python_no_class" / "1" / "model.py"
+    message = (
+        "TritonModelException: Python model file '{}' does not define a 'TritonPythonModel' class"
+    )
+    assert reported(outcome, "python_no_class") == [f"{model_file}: {message.format(model_file)}"]
+    relative = model_file.relative_to(outcome.repo)
+    assert outcome.refused["python_no_class"] == f"Internal: {message.format(relative)}"
 
 
 def test_a_negative_instance_count_is_the_default_count_as_in_triton(outcome):
