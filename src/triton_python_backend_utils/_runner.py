@@ -76,6 +76,14 @@ def import_model(model_file: str, version: str, isolated: bool) -> ModuleType:
     return module
 
 
+def no_model_class(model_file: str) -> TritonModelException:
+    """The error of a model file whose module has no ``TritonPythonModel`` (``naiad check``
+    reports it in these words too)."""
+    return TritonModelException(
+        f"Python model file '{model_file}' does not define a 'TritonPythonModel' class"
+    )
+
+
 class ModelRunner:
     """One instance of a Python model."""
 
@@ -98,9 +106,7 @@ class ModelRunner:
         module = import_model(model_file, version, isolated)
         cls = getattr(module, "TritonPythonModel", None)
         if cls is None:
-            raise TritonModelException(
-                f"Python model file '{model_file}' does not define a 'TritonPythonModel' class"
-            )
+            raise no_model_class(model_file)
         self.model = cls()
         self.async_execute = inspect.iscoroutinefunction(getattr(self.model, "execute", None))
 

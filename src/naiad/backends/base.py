@@ -181,6 +181,17 @@ class Backend(abc.ABC):
         """
         return None
 
+    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """Raise a NaiadError for a version's model file this backend would refuse to load.
+
+        For what a :class:`ModelSignature` cannot say: a TorchScript
+        ``forward()`` the config's names do not bind to, a tree model with
+        another number of features.  ``naiad check`` calls it for each version
+        the server would load; the backend's load path runs the same function
+        on the model it opened anyway, so both refuse a file with the same
+        message.  Reading the file is fine here; executing the model is not.
+        """
+
     @abc.abstractmethod
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         """Load one instance (called off the event loop; may be slow)."""

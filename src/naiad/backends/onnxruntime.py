@@ -71,6 +71,10 @@ class OnnxRuntimeBackend(Backend):
     def default_cpu_instance_count(self) -> int:
         return 2
 
+    def validate(self, config: ModelConfig, model_dir: Path) -> None:
+        """Parameters that do not parse fail before any file is opened (and in ``naiad check``)."""
+        _session_options(config)
+
     def model_signature(self, config: ModelConfig, model_dir: Path, version: int) -> ModelSignature:
         path = _model_path(model_dir, version, config.default_model_filename or "model.onnx")
         return self._signatures.get(path)

@@ -1,16 +1,20 @@
-"""``naiad check``: find every problem of a repository without serving it.
+"""``naiad check``: find what ``naiad serve`` would refuse, without serving.
 
 Triton has no such tool; its users find broken configs at start-up, one
-problem at a time.  ``naiad check`` applies the server's own rules (the
-loader's config preparation and validation, the backend's model-file
-signature against the config, the version policy, duplicate model names)
-and reports every problem, each line starting with the file (and line,
-where known) it is about.  No model is executed; ONNX files are opened
-only to read their signature.
+problem at a time.  ``naiad check`` runs the checks a load runs, from the
+same code: the loader's config preparation and validation, each backend's
+``validate``, the model file's signature against the config, the backend's
+``check_version`` (what else the file shows: a TorchScript ``forward()``,
+a tree model's features), label files, warmup data, the models an
+ensemble calls, the version policy and duplicate model names.  Each
+problem is one line that starts with the file (and line, where known) it
+is about, with the message the load would give.  No model is executed:
+files are opened only to be read.
 """
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -18,10 +22,14 @@ from naiad.backends.registry import BackendRegistry
 from naiad.config import ConfigError
 from naiad.config.validate_signature import validate_signature
 from naiad.core.errors import NaiadError
-from naiad.engine.loader import ModelLoader, PreparedConfig
+from naiad.core.signature import Signature
+from naiad.engine.ensembles import not_available
+from naiad.engine.loader import ModelLoader, PreparedConfig, output_labels
 from naiad.engine.options import ServerOptions
 from naiad.engine.registry import ModelRegistry
+from naiad.engine.warmup import warmup_requests
 from naiad.repository import ModelSource, scan, select_versions
+from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 
 @dataclass
@@ -62,7 +70,7 @@ def check_repositories(
             f"({', '.join(str(p.parent) for p in paths)}); the server refuses to load it"
         )
         sources += [ModelSource(name, path, path.parent) for path in paths]
-    checker = _ModelChecker(disable_auto_complete_config, report)
+    checker = _ModelChecker(disable_auto_complete_config, report, found.models)
     for source in sorted(sources, key=lambda s: (s.name, str(s.path))):
         report.models += 1
         checker.check(source)
@@ -70,8 +78,15 @@ def check_repositories(
 
 
 class _ModelChecker:
-    def __init__(self, disable_auto_complete_config: bool, report: CheckReport) -> None:
+    def __init__(
+        self,
+        disable_auto_complete_config: bool,
+        report: CheckReport,
+        models: dict[str, ModelSource],
+    ) -> None:
         self.report = report
+        #: The models the server would find, for the ensembles that call them.
+        self.models = models
         backends = BackendRegistry()
         options = ServerOptions(disable_auto_complete_config=disable_auto_complete_config)
         self.loader = ModelLoader(ModelRegistry(), backends, options)
@@ -89,7 +104,37 @@ class _ModelChecker:
         for problem in problems:
             self.report.add(_line(source, problem))
         reported = {p.field for p in problems if isinstance(p, ConfigError) and p.field}
-        self.check_versions(source, prepared, reported)
+        if not problems:
+            self.check_model_files(source, prepared)
+            if prepared.backend is None:
+                self.check_composing(source, prepared)
+        self.check_versions(source, prepared, reported, clean=not problems)
+
+    def check_model_files(self, source: ModelSource, prepared: PreparedConfig) -> None:
+        """The files a load reads besides the model's own: output labels, warmup data."""
+        config = prepared.config
+        try:
+            output_labels(config, source.path)
+        except NaiadError as exc:
+            self.report.add(_line(source, exc))
+        if prepared.backend is None:
+            return  # an ensemble is not warmed up
+        try:
+            warmup_requests(config, Signature(config), source.path)
+        except NaiadError as exc:
+            self.report.add(_line(source, exc))
+
+    def check_composing(self, source: ModelSource, prepared: PreparedConfig) -> None:
+        """An ensemble's steps call models the repositories hold (a version: its folder)."""
+        missing = []
+        for name, version in EnsembleGraph(prepared.config).composing():
+            model = self.models.get(name)
+            if model is None:
+                missing.append(name)
+            elif version is not None and version not in model.versions():
+                missing.append(f"{name} version {version}")
+        if missing:
+            self.report.add(f"{source.path}: {not_available(source.name, missing)}")
 
     def prepare(self, source: ModelSource) -> PreparedConfig | None:
         """The completed config; None (with the problem reported) when there is none."""
@@ -101,7 +146,7 @@ class _ModelChecker:
         except NaiadError as exc:
             failure: NaiadError = exc
         except Exception as exc:  # report, don't crash the checker
-            self.report.add(f"{source.path}: {type(exc).__name__}: {exc}")
+            self.report.add(_located(str(source.path), f"{type(exc).__name__}: {exc}"))
             return None
         # Auto-complete failed: a missing model file explains it better.
         try:
@@ -143,9 +188,10 @@ class _ModelChecker:
         return missing
 
     def check_versions(
-        self, source: ModelSource, prepared: PreparedConfig, reported: set[str]
+        self, source: ModelSource, prepared: PreparedConfig, reported: set[str], *, clean: bool
     ) -> None:
-        """Each version's model file is there and agrees with the config.
+        """Each version's model file is there, agrees with the config and passes the
+        backend's own checks (``Backend.check_version``, only for a ``clean`` config).
 
         A field the config validation already reported is not compared with
         the model again, nor is anything when max_batch_size (which every
@@ -163,23 +209,57 @@ class _ModelChecker:
             except NaiadError as exc:
                 self.report.add(_line(source, exc))
                 continue
-            if signature is None or "max_batch_size" in reported:
-                continue
-            problems = validate_signature(prepared.config, signature)
-            problems.items = [
-                (f, f"version {version}: {d}" if len(versions) > 1 else d)
-                for f, d in problems.items
-                if f not in reported
-            ]
-            for error in problems.errors(prepared.path, prepared.text):
-                self.report.add(str(error))
+            agrees = True
+            if signature is not None and "max_batch_size" not in reported:
+                problems = validate_signature(prepared.config, signature)
+                problems.items = [
+                    (f, f"version {version}: {d}" if len(versions) > 1 else d)
+                    for f, d in problems.items
+                    if f not in reported
+                ]
+                for error in problems.errors(prepared.path, prepared.text):
+                    self.report.add(str(error))
+                agrees = not problems.items
+            # The backend's own checks come after the config's and the signature's, as in a
+            # load; they are not run on a config already refused (that would repeat it).
+            if clean and agrees:
+                self.check_version(source, prepared, version)
+
+    def check_version(self, source: ModelSource, prepared: PreparedConfig, version: int) -> None:
+        """The backend's own checks of a version's model file (``Backend.check_version``)."""
+        assert prepared.backend is not None
+        try:
+            prepared.backend.check_version(prepared.config, source.path, version)
+        except NaiadError as exc:
+            path = prepared.backend.model_file(prepared.config, source.path, version)
+            self.report.add(_located(str(path or source.path), exc.message))
+        except Exception as exc:  # report, don't crash the checker
+            self.report.add(_located(str(source.path), f"{type(exc).__name__}: {exc}"))
 
 
 def _line(source: ModelSource, error: NaiadError) -> str:
     """A problem as a line that starts with its file (a config error names its own)."""
     if isinstance(error, ConfigError) and error.path:
         return str(error)
-    return f"{source.path}: {error.message}"
+    return _located(str(source.path), error.message)
+
+
+#: A frame of a Python model's traceback as its errors list them: ``  file(line): function``.
+_FRAME = re.compile(r"^\s*(?P<file>.+)\((?P<line>\d+)\): (?P<function>.+)$")
+
+
+def _located(where: str, message: str) -> str:
+    """``where: message`` on one line, as a CI log wants it.
+
+    A Python model's error carries its traceback ("At:" and the frames,
+    innermost first): the innermost frame's file and line start the line.
+    """
+    text, _, frames = message.partition("\n\nAt:\n")
+    frame = _FRAME.match(frames.splitlines()[0]) if frames.strip() else None
+    if frame is not None:
+        where = f"{frame['file']}:{frame['line']}"
+        text = f"{text} (in {frame['function']})"
+    return f"{where}: " + " ".join(line.strip() for line in text.splitlines() if line.strip())
 
 
 def _plural(count: int, singular: str, plural: str | None = None) -> str:

@@ -82,6 +82,16 @@ def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
     return specs
 
 
+def output_labels(config: ModelConfig, model_dir: Path) -> dict[str, list[str]]:
+    """Each output's labels (``label_filename``); a file that cannot be read fails the load
+    (and ``naiad check``)."""
+    return {
+        output.name: read_labels(model_dir, output.label_filename)
+        for output in config.output
+        if output.label_filename
+    }
+
+
 def hide_paths(reason: str, source: ModelSource | None) -> str:
     """A load failure as clients read it: files named from the repository's root,
     never where the repository lives on the server (the full text is logged)."""
@@ -324,11 +334,7 @@ class ModelLoader:
     async def _start_version(self, mv: ModelVersion, ctx: LoadContext) -> None:
         config = ctx.config
         mv.signature = Signature(config)
-        for output in config.output:
-            if output.label_filename:
-                mv.labels[output.name] = await asyncio.to_thread(
-                    read_labels, ctx.model_dir, output.label_filename
-                )
+        mv.labels = await asyncio.to_thread(output_labels, config, ctx.model_dir)
         if config.platform == "ensemble":
             await self._start_ensemble(mv, ctx)
             return

@@ -18,8 +18,9 @@ import numpy as np
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
 from naiad.backends.fil import predictors
-from naiad.backends.fil.outputs import answer_for
+from naiad.backends.fil.outputs import Answer, answer_for
 from naiad.backends.fil.params import DEFAULT_FILENAMES, model_path, read_params
+from naiad.backends.fil.predictors import Predictor
 from naiad.config import ModelConfig
 from naiad.config.model_config_pb2 import DataType, ModelInput, ModelOutput
 from naiad.core import datatypes
@@ -54,6 +55,9 @@ class FilBackend(Backend):
         _check_tensors(where, "input", INPUT, list(config.input))
         _check_tensors(where, "output", OUTPUT, list(config.output))
 
+    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        _load(config, model_dir, version)
+
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         return FilInstance(ctx, spec)
 
@@ -86,6 +90,22 @@ def _check_tensors(
         )
 
 
+def _load(config: ModelConfig, model_dir: Path, version: int) -> tuple[Predictor, Answer]:
+    """A version's model, checked against the config (``check_version`` too): its feature
+    count, and an output its scores can become."""
+    params = read_params(config)
+    path = model_path(config, model_dir, version, params.model_type)
+    predictor = predictors.load(path, params.model_type, params.nthread, params.cpu_nthread)
+    features = config.input[0].dims[0]
+    if predictor.num_features != features:
+        raise InvalidArgument(
+            f"model '{config.name}': input '{INPUT}' has dims [{features}] in the config, but "
+            f"the model file '{path}' has {predictor.num_features} features"
+        )
+    dims = list(config.output[0].dims)
+    return predictor, answer_for(params, predictor.width, dims, f"model '{config.name}'")
+
+
 class FilInstance(ModelInstance):
     """One loaded copy of the model; the libraries release the GIL while they predict."""
 
@@ -99,18 +119,7 @@ class FilInstance(ModelInstance):
                 f"{where}: instance '{spec.name}' is KIND_GPU, but naiad's fil backend runs "
                 "tree models on the CPU only; use KIND_CPU (or KIND_AUTO)"
             )
-        params = read_params(config)
-        path = model_path(config, ctx.model_dir, ctx.version, params.model_type)
-        self.predictor = predictors.load(
-            path, params.model_type, params.nthread, params.cpu_nthread
-        )
-        features = config.input[0].dims[0]
-        if self.predictor.num_features != features:
-            raise InvalidArgument(
-                f"{where}: input '{INPUT}' has dims [{features}] in the config, but the model "
-                f"file '{path}' has {self.predictor.num_features} features"
-            )
-        self.answer = answer_for(params, self.predictor.width, list(config.output[0].dims), where)
+        self.predictor, self.answer = _load(config, ctx.model_dir, ctx.version)
         self.plan = BatchPlan(config)
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:

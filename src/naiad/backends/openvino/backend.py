@@ -17,7 +17,7 @@ import openvino as ov
 
 from naiad.backends.autocomplete import default_dynamic_batching, default_max_batch_size
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
-from naiad.backends.openvino.instance import CompiledModel, OpenVinoInstance
+from naiad.backends.openvino.instance import CompiledModel, OpenVinoInstance, open_version
 from naiad.backends.openvino.ir import (
     has_batch_layout,
     model_path,
@@ -64,6 +64,10 @@ class OpenVinoBackend(Backend):
         """The tensors as an instance will see them: after the reshape for batching."""
         path = model_path(model_dir, version, config.default_model_filename)
         return shape_model(ov.Core(), path, config, read_settings(config)).signature
+
+    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """What a load refuses before compiling: the extension, the device, a fixed batch."""
+        open_version(config, model_dir, version)
 
     def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
         """Triton's rules: batching from the layouts, then the missing inputs and outputs."""

@@ -10,24 +10,66 @@ from __future__ import annotations
 
 import logging
 import time
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import numpy as np
 import openvino as ov
 
 from naiad.backends.base import InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
-from naiad.backends.openvino.ir import OV_TYPES, model_path, ov_message, shape_model
+from naiad.backends.openvino.ir import (
+    OV_TYPES,
+    ShapedModel,
+    model_path,
+    ov_message,
+    shape_model,
+)
 from naiad.backends.openvino.settings import read_settings
 from naiad.config.validate_signature import check_signature
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+
 log = logging.getLogger(__name__)
 
 #: Devices that stand for others; OpenVINO resolves them itself.
 _VIRTUAL_DEVICES = ("AUTO", "MULTI", "HETERO", "BATCH")
+
+
+def open_version(config: ModelConfig, model_dir: Path, version: int) -> tuple[Any, ShapedModel]:
+    """A version's model read and shaped on a core that can compile it, checked against
+    the config; what a load would refuse raises (``naiad check`` stops here, a load
+    compiles)."""
+    settings = read_settings(config)
+    core = ov.Core()
+    if settings.cpu_extension:
+        try:
+            core.add_extension(settings.cpu_extension)
+        except Exception as exc:
+            raise InvalidArgument(
+                f"model '{config.name}': unable to load CPU_EXTENSION_PATH "
+                f"'{settings.cpu_extension}': {ov_message(exc)}"
+            ) from None
+    device = settings.device
+    if device.split(":")[0] not in _VIRTUAL_DEVICES and device not in core.available_devices:
+        raise Unavailable(
+            f"model '{config.name}': TARGET_DEVICE '{device}' is not available "
+            f"(OpenVINO sees: {', '.join(core.available_devices) or 'none'})"
+        )
+    path = model_path(model_dir, version, config.default_model_filename)
+    shaped = shape_model(core, path, config, settings)
+    check_signature(config, shaped.signature)
+    if shaped.fixed_batch and shaped.fixed_batch < config.max_batch_size:
+        raise InvalidArgument(
+            f"unable to load model '{config.name}': its batch size is fixed at "
+            f"{shaped.fixed_batch} (SKIP_OV_DYNAMIC_BATCHSIZE), less than max_batch_size "
+            f"{config.max_batch_size}"
+        )
+    return core, shaped
 
 
 class CompiledModel:
@@ -38,31 +80,9 @@ class CompiledModel:
         self.context = ctx
         self.name = config.name
         settings = read_settings(config)
-        core = ov.Core()
-        if settings.cpu_extension:
-            try:
-                core.add_extension(settings.cpu_extension)
-            except Exception as exc:
-                raise InvalidArgument(
-                    f"model '{config.name}': unable to load CPU_EXTENSION_PATH "
-                    f"'{settings.cpu_extension}': {ov_message(exc)}"
-                ) from None
         device = settings.device
-        if device.split(":")[0] not in _VIRTUAL_DEVICES and device not in core.available_devices:
-            raise Unavailable(
-                f"model '{config.name}': TARGET_DEVICE '{device}' is not available "
-                f"(OpenVINO sees: {', '.join(core.available_devices) or 'none'})"
-            )
-        path = model_path(ctx.model_dir, ctx.version, config.default_model_filename)
-        shaped = shape_model(core, path, config, settings)
-        check_signature(config, shaped.signature)
+        core, shaped = open_version(config, ctx.model_dir, ctx.version)
         self.fixed_batch = shaped.fixed_batch
-        if self.fixed_batch and self.fixed_batch < config.max_batch_size:
-            raise InvalidArgument(
-                f"unable to load model '{config.name}': its batch size is fixed at "
-                f"{self.fixed_batch} (SKIP_OV_DYNAMIC_BATCHSIZE), less than max_batch_size "
-                f"{config.max_batch_size}"
-            )
         self.batch_padding = settings.batch_padding
         properties = _supported(core, device, settings.properties, config.name)
         try:

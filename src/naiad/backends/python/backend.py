@@ -14,6 +14,8 @@ direction, default 1 MiB; more are added as needed), ``stub-timeout-seconds``
 
 from __future__ import annotations
 
+import re
+import warnings
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -23,7 +25,11 @@ from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
 from naiad.backends.python.thread import ThreadHost, ThreadInstance
 from naiad.core.errors import Internal, InvalidArgument, Unavailable
-from triton_python_backend_utils._runner import ModelRunner
+from triton_python_backend_utils._runner import (
+    ModelRunner,
+    no_model_class,
+    python_error_text,
+)
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -53,6 +59,22 @@ def _may_auto_complete(model_dir: Path) -> bool:
     return False
 
 
+#: What can bind ``TritonPythonModel`` in a module without the name in its text.
+_DYNAMIC_NAMES = re.compile(
+    r"import\s+\*|__getattr__|globals\(|setattr\(|exec\(|sys\.modules|vars\("
+)
+
+
+def _may_bind_model_class(source: str) -> bool:
+    """Whether importing ``source`` may define ``TritonPythonModel``.
+
+    Only a file that never names it, nor binds names another way (a star
+    import, ``globals()``, ``exec``...), certainly does not: a misspelt
+    class, or a ``model.py`` that is something else.  Nothing is run.
+    """
+    return "TritonPythonModel" in source or _DYNAMIC_NAMES.search(source) is not None
+
+
 class PythonBackend(Backend):
     name = "python"
 
@@ -70,6 +92,25 @@ class PythonBackend(Backend):
             raise InvalidArgument(
                 f"NAIAD_EXECUTION_MODE of model '{config.name}' must be one of {', '.join(MODES)}"
             )
+
+    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """A ``model.py`` Python cannot parse fails its import at load; compiling it tells
+        the same, in the words the import's error would have, and runs nothing."""
+        if _parameter(config, "EXECUTION_ENV_PATH"):
+            return  # another interpreter, maybe another Python: its import will tell
+        model_file = _model_file(config, model_dir, version)
+        try:
+            source = model_file.read_bytes()
+        except OSError:
+            return  # a missing file is reported as such
+        with warnings.catch_warnings():  # a SyntaxWarning is no reason to refuse a model
+            warnings.simplefilter("ignore")
+            try:
+                compile(source, str(model_file), "exec", dont_inherit=True)
+            except (SyntaxError, ValueError) as exc:  # ValueError: a null byte
+                raise Internal(python_error_text(exc.with_traceback(None))) from None
+        if not _may_bind_model_class(source.decode("utf-8", errors="replace")):
+            raise Internal(python_error_text(no_model_class(str(model_file))))
 
     def auto_complete_config(self, config: ModelConfig, model_dir: Path, version: int) -> None:
         """Run the model's static ``auto_complete_config`` in a throw-away process."""

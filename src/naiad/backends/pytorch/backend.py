@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 import torch
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
-from naiad.backends.pytorch.instance import PyTorchInstance
+from naiad.backends.pytorch.instance import PyTorchInstance, bind_module
 from naiad.backends.pytorch.parameters import TorchOptions, parse_options
 from naiad.config.model_config_pb2 import DataType
 from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
@@ -77,6 +77,12 @@ class PyTorchBackend(Backend):
 
     def validate(self, config: ModelConfig, model_dir: Path) -> None:
         validate_config(config)
+
+    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+        """The file loads as TorchScript and the config's names bind to its ``forward()``."""
+        path = model_dir / str(version) / config.default_model_filename
+        module = _load(config.name, path, torch.device("cpu"), parse_options(config))
+        bind_module(config, module)
 
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         config = ctx.config

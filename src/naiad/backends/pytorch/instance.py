@@ -13,20 +13,30 @@ from __future__ import annotations
 
 import time
 from contextlib import ExitStack
-from typing import Any
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import torch
 
 from naiad.backends.base import LoadContext, ModelInstance
 from naiad.backends.batching import BatchPlan
-from naiad.backends.pytorch.binding import Forward, Selector, bind_inputs, bind_outputs
+from naiad.backends.pytorch.binding import (
+    Forward,
+    InputBinding,
+    Selector,
+    bind_inputs,
+    bind_outputs,
+)
 from naiad.backends.pytorch.convert import from_strings, from_tensor, to_strings, to_tensor
 from naiad.backends.pytorch.parameters import TorchOptions
 from naiad.config.model_config_pb2 import DataType
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
 
 _STRING = DataType.TYPE_STRING
 
@@ -48,6 +58,43 @@ def read_forward(module: Any) -> Forward:
     )
 
 
+@dataclass(frozen=True)
+class ModuleBinding:
+    """Where the config's tensors go in and come out of one module's ``forward()``."""
+
+    forward: Forward
+    inputs: InputBinding
+    #: (name, place in the result, datatype) of each output.
+    outputs: list[tuple[str, Selector, datatypes.DataType]]
+
+
+def bind_module(config: ModelConfig, module: Any) -> ModuleBinding:
+    """Bind the config's tensors to ``module``'s ``forward()``; INVALID_ARG where they do not.
+
+    An instance binds the module it loaded; ``naiad check`` binds the file
+    loaded on the CPU (``PyTorchBackend.check_version``), so both refuse a
+    model with the same message.
+    """
+    forward = read_forward(module)
+    sequence = config.sequence_batching
+    inputs = [(i.name, i.data_type == _STRING) for i in config.input]
+    inputs += [(c.name, False) for c in sequence.control_input]
+    inputs += [(s.input_name, s.data_type == _STRING) for s in sequence.state]
+    inputs += [(name, False) for name in BatchPlan(config).target_names]
+    bound_inputs = bind_inputs(config.name, forward, inputs)
+    outputs = [(o.name, o.data_type) for o in config.output]
+    outputs += [(s.output_name, s.data_type) for s in sequence.state]
+    selectors = bind_outputs(config.name, forward, [(n, t == _STRING) for n, t in outputs])
+    return ModuleBinding(
+        forward,
+        bound_inputs,
+        [
+            (name, selector, datatypes.from_config(dt))
+            for (name, dt), selector in zip(outputs, selectors, strict=True)
+        ],
+    )
+
+
 class PyTorchInstance(ModelInstance):
     def __init__(self, ctx: LoadContext, module: Any, options: TorchOptions, device: Any) -> None:
         config = ctx.config
@@ -56,22 +103,11 @@ class PyTorchInstance(ModelInstance):
         #: Where inputs go (None: the CPU, where they already are).
         self.device = device
         self.plan = BatchPlan(config)
-        forward = read_forward(module)
-        sequence = config.sequence_batching
-        inputs = [(i.name, i.data_type == _STRING) for i in config.input]
-        inputs += [(c.name, False) for c in sequence.control_input]
-        inputs += [(s.input_name, s.data_type == _STRING) for s in sequence.state]
-        inputs += [(name, False) for name in self.plan.target_names]
-        self.inputs = bind_inputs(ctx.name, forward, inputs)
-        outputs = [(o.name, o.data_type) for o in config.output]
-        outputs += [(s.output_name, s.data_type) for s in sequence.state]
-        selectors = bind_outputs(ctx.name, forward, [(n, t == _STRING) for n, t in outputs])
+        bound = bind_module(config, module)
+        self.inputs = bound.inputs
         #: (name, place in the result, datatype) of each output.
-        self.outputs: list[tuple[str, Selector, datatypes.DataType]] = [
-            (name, selector, datatypes.from_config(dt))
-            for (name, dt), selector in zip(outputs, selectors, strict=True)
-        ]
-        self.argument_count = len(forward.arguments)
+        self.outputs = bound.outputs
+        self.argument_count = len(bound.forward.arguments)
         self.on_cuda = device is not None and device.type == "cuda"
         self.inline_ok = not self.on_cuda
 
