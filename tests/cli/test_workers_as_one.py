@@ -186,10 +186,12 @@ def _fresh(served: Served) -> Iterator[httpclient.InferenceServerClient]:
             client.close()
 
 
-def _loaded_by(served: Served, model: str) -> set[str]:
-    """The pids of the workers whose log says they loaded ``model``."""
+def _loaded_by(served: Served, model: str, at_least: int = 1) -> set[str]:
+    """The pids of the workers whose log says they loaded ``model``, once ``at_least``
+    such lines have been read (the log reaches the test through a pipe, after the
+    answer may have)."""
     pattern = rf"^\S+ \S+ (\d+) \S+\] successfully loaded '{model}'"
-    return {m.group(1) for line in list(served.log) if (m := re.search(pattern, line))}
+    return {m.group(1) for m in served.wait_for(pattern, count=at_least)}
 
 
 def _infer_from_region(client: httpclient.InferenceServerClient, key: str) -> np.ndarray:
@@ -214,7 +216,7 @@ def test_model_control_and_shared_memory_reach_every_worker(explicit):
 
     control.load_model("add_sub")
     # Loaded by both workers before the call returned: every connection sees it ready.
-    assert len(_loaded_by(explicit, "add_sub")) == 2
+    assert len(_loaded_by(explicit, "add_sub", at_least=2)) == 2
     assert all(c.is_model_ready("add_sub") for c in _fresh(explicit))
     for client in _fresh(explicit):
         index = client.get_model_repository_index()
