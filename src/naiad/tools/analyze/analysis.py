@@ -24,10 +24,8 @@ from naiad.tools.analyze.report import Analysis, write_report
 from naiad.tools.analyze.results import Trial, write_csv
 from naiad.tools.analyze.server import ChildServer, LoadFailed, Server
 from naiad.tools.analyze.space import Candidate, Space
+from naiad.tools.interrupt import INTERRUPTED
 from naiad.tools.perf.settings import PerfSettings
-
-#: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
 
 Say = Callable[[str], None]
 

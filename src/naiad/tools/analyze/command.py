@@ -153,11 +153,12 @@ def _switches(text: str) -> tuple[bool, ...]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from naiad.tools.analyze.analysis import INTERRUPTED, Options
+    from naiad.tools.analyze.analysis import Options
     from naiad.tools.analyze.analysis import run as analyze
     from naiad.tools.analyze.errors import AnalyzeError
     from naiad.tools.analyze.model import Asked
     from naiad.tools.analyze.objective import Constraints
+    from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.perf.settings import PerfError, PerfSettings, parse_shape
 
     try:

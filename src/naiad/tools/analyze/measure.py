@@ -10,9 +10,6 @@ server on another host, those columns stay empty.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
@@ -85,45 +82,12 @@ class Measurer:
 
 
 def sweep(settings: PerfSettings, on_result: Callable[[Any], None]) -> None:
-    """naiad perf's sweep on a loop of its own, which a Ctrl-C cancels cleanly.
-
-    Python's own SIGINT handler would raise KeyboardInterrupt inside whichever
-    loop callback runs at that moment, and uvloop reports one raised in a
-    transport's callback as that connection's error and carries on: the search
-    would not stop, and a trial would fail for nothing.  Here SIGINT cancels the
-    sweep (its load stops and its connections close) and KeyboardInterrupt is
-    raised once the loop is done.
-    """
-    from naiad.server import new_event_loop
+    """naiad perf's sweep on a loop of its own, which a Ctrl-C cancels cleanly
+    (see :mod:`naiad.tools.interrupt`)."""
+    from naiad.tools.interrupt import run_cancellable
     from naiad.tools.perf.api import run_sweep
 
-    previous = signal.getsignal(signal.SIGINT)
-    loop = new_event_loop()
-    try:
-        task = loop.create_task(run_sweep(settings, on_result=on_result))
-        interrupted = False
-
-        def interrupt() -> None:
-            nonlocal interrupted
-            interrupted = True
-            task.cancel()
-
-        try:
-            loop.add_signal_handler(signal.SIGINT, interrupt)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-            pass
-        try:
-            loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt from None
-            raise
-    finally:
-        loop.close()
-        # uvloop leaves its own handler in place after remove_signal_handler, one that
-        # swallows SIGINT once its loop is closed: put back the one from before.
-        with contextlib.suppress(ValueError, TypeError):  # not the main thread
-            signal.signal(signal.SIGINT, previous)
+    run_cancellable(run_sweep(settings, on_result=on_result))
 
 
 class ProcessUsage:
