@@ -1,5 +1,10 @@
 """One trial for real: load a configuration into the server, sweep it with naiad
-perf's engine, and read the server process's CPU time and memory.
+perf's engine (``--repeats`` times, back to back), and read the server
+process's CPU time and memory.
+
+Each point is the mean of its repeats, with the 95% confidence interval of
+its throughput: a second configuration whose throughput is within that
+noise is not better, whatever its mean says.
 
 CPU time is read with psutil before and after each concurrency step (the
 process and its children, such as Python-backend stubs): it covers the whole
@@ -10,8 +15,9 @@ server on another host, those columns stay empty.
 
 from __future__ import annotations
 
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -20,6 +26,7 @@ from naiad.tools.analyze.model import AnalyzedModel
 from naiad.tools.analyze.results import Point, Trial
 from naiad.tools.analyze.server import LoadFailed, Server
 from naiad.tools.analyze.space import Candidate
+from naiad.tools.confidence import mean_interval
 from naiad.tools.perf.settings import PerfError, PerfSettings
 
 
@@ -39,6 +46,8 @@ class Measurer:
     #: The sweep of every trial; model and url are filled in here.
     settings: PerfSettings
     trials: int = 0
+    #: Sweeps per configuration: their spread is the noise of its throughput.
+    repeats: int = 1
     _usage: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -58,10 +67,11 @@ class Measurer:
         usage = self._usage
         if usage is not None:
             usage.mark()
+        sweeps: dict[int, list[Point]] = {}
 
         def on_result(result: Any) -> None:
             cpu, rss = usage.step() if usage is not None else (None, None)
-            trial.points.append(
+            sweeps.setdefault(int(result.value), []).append(
                 Point(
                     concurrency=int(result.value),
                     throughput=result.throughput,
@@ -75,10 +85,33 @@ class Measurer:
             )
 
         try:
-            sweep(self.settings, on_result)
+            for _ in range(self.repeats):
+                sweep(self.settings, on_result)
         except PerfError as exc:
             trial.error = str(exc)
+            return trial
+        trial.points = [combined(points) for points in sweeps.values()]
         return trial
+
+
+def combined(points: Sequence[Point]) -> Point:
+    """One concurrency's repeats as one point: the means, and the throughput's 95%
+    confidence interval (the noise a rival configuration must beat)."""
+    throughput, half = mean_interval([p.throughput for p in points])
+    cpu = [p.server_cpu_percent for p in points if p.server_cpu_percent is not None]
+    rss = [p.rss_mb for p in points if p.rss_mb is not None]
+    return Point(
+        concurrency=points[0].concurrency,
+        throughput=throughput,
+        p50_us=statistics.fmean(p.p50_us for p in points),
+        p90_us=statistics.fmean(p.p90_us for p in points),
+        p99_us=statistics.fmean(p.p99_us for p in points),
+        server_cpu_percent=statistics.fmean(cpu) if cpu else None,
+        rss_mb=max(rss) if rss else None,
+        stable=all(p.stable for p in points),
+        repeats=len(points),
+        throughput_ci=half,
+    )
 
 
 def sweep(settings: PerfSettings, on_result: Callable[[Any], None]) -> None:
