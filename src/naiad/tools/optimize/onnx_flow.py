@@ -156,7 +156,9 @@ def _check_targets(
         targets.append("version")
     elif model is not None and not args.output_model:
         folder = Path(args.output_dir) / model.name
-        if folder.exists() or (folder.parent.exists() and not folder.parent.is_dir()):
+        if folder.parent.exists() and not folder.parent.is_dir():
+            raise OptimizeError(f"--output-dir {folder.parent} is not a folder")
+        if folder.exists():
             raise OptimizeError(f"{folder} already exists: remove it, or give another --output-dir")
         targets.append("folder")
     if not targets:
