@@ -202,7 +202,7 @@ def _write(analysis: Analysis, model: AnalyzedModel, options: Options, say: Say)
         say(f"best: #{best.number} {best.candidate.describe()}; its repository: "
             f"{analysis.best_repository}")  # fmt: skip
         say(f"  why: {choice.reason(options.constraints)}")
-    if choice.excluded and options.constraints.latency_budget_us is not None:
+    if choice.excluded:  # only constraints exclude
         say(
             f"excluded by the constraints ({options.constraints.describe()}): "
             + ", ".join(f"#{t.number}" for t in choice.excluded)
