@@ -111,6 +111,7 @@ def test_graph_optimisation_adds_a_served_version(mlp_repo: Path, tmp_path: Path
     low, high = speed["interval_95"]
     assert 0 < low <= speed["speedup"] <= high
     assert report["drift"]["max"] <= 1e-3 and report["drift"]["top1_agreement"]["OUTPUT0"] == 1.0
+    assert report["accepted"] and (report["refused"] == "") == (speed["verdict"] == FASTER)
     assert report["written"] == [str(mlp_repo / "mlp" / "2" / "model.onnx")]
 
     batch = np.random.default_rng(5).standard_normal((3, SIZE)).astype(np.float32)

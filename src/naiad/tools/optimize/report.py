@@ -85,7 +85,7 @@ class Report:
                 "requests_per_round": timing.requests_per_round,
                 "round_speedups": [round(r.speedup, 4) for r in timing.rounds],
             }
-        data["refused"] = "" if self.accepted else self.refusal()
+        data["refused"] = self.refusal()  # kept when --force overrode it
         return data
 
     def write_json(self, path: Path) -> None:
