@@ -59,7 +59,7 @@ def test_a_brute_search_writes_csv_report_and_a_repository_that_serves(
     grid = ["--instances", "1,2", "--max-batch-sizes", "8", "--delays-us", "0",
             "--intra-op-threads", "0"]  # fmt: skip
     code = main(["analyze", "-m", "mm", "--model-repository", str(mm_repo), "-o", str(out),
-                 "--search", "brute", "--latency-budget-ms", "1000", *grid, *SHORT])  # fmt: skip
+                 "--search", "brute", "--latency-budget", "1000", *grid, *SHORT])  # fmt: skip
     printed = capsys.readouterr().out
     assert code == 0, printed
     # instances 1,2 x dynamic batching off, on (max batch 8, no delay)
@@ -76,10 +76,14 @@ def test_a_brute_search_writes_csv_report_and_a_repository_that_serves(
         assert 0 < float(row["p50_us"]) <= float(row["p90_us"]) <= float(row["p99_us"])
         assert float(row["server_cpu_percent"]) > 0 and float(row["rss_mb"]) > 20
         assert row["meets_constraints"] == "1"
+        assert row["repeats"] == "2" and float(row["throughput_ci95"]) >= 0
+    assert re.search(r"^  why: (highest throughput|within the noise of the highest)", printed,
+                     re.M), printed  # fmt: skip
 
     page = (out / "report.html").read_text()
     assert len(re.findall(r'src="data:image/png;base64,[A-Za-z0-9+/=]{1000,}"', page)) == 2
-    assert "Chosen configuration" in page and "Pareto front" in page
+    assert "Chosen configuration" in page and "Pareto front" in page and "<p>Why: " in page
+    assert "2 sweep(s) per configuration" in page
 
     folder = out / "best_repository" / "mm"
     assert (folder / "1" / "model.onnx").is_file()
@@ -184,3 +188,20 @@ def test_a_server_that_does_not_start_is_one_line(mm_repo: Path, tmp_path: Path,
     err = capsys.readouterr().err.strip()
     assert code == 2
     assert err == "naiad analyze: error: the naiad server did not start within 0.001 s"
+
+
+def test_a_latency_budget_nothing_meets_excludes_everything_and_says_so(
+    mm_repo: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    out = tmp_path / "tight"
+    code = main(["analyze", "-m", "mm", "--model-repository", str(mm_repo), "-o", str(out),
+                 "--latency-budget", "0.001", "--instances", "1", "--dynamic-batching", "off",
+                 "--intra-op-threads", "0", "--repeats", "1", *SHORT])  # fmt: skip
+    captured = capsys.readouterr()
+    assert code == 1, captured.out + captured.err
+    assert "excluded by the constraints (p99 <= 0.001 ms): #1" in captured.out
+    assert "no configuration met the constraints (p99 <= 0.001 ms)" in captured.err
+    page = (out / "report.html").read_text()
+    assert "Excluded by the constraints (p99 &lt;= 0.001 ms), at every concurrency:" in page
+    assert {r["meets_constraints"] for r in rows(out)} == {"0"}
+    assert {r["repeats"] for r in rows(out)} == {"1"}

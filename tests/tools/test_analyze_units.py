@@ -290,7 +290,8 @@ def test_the_csv_reads_back_as_it_was_written(tmp_path: Path) -> None:
         trial(1, (1, 100.5, 500), (8, 700, 4000), max_batch_size=16),
         Trial(2, Candidate(2, True, 8, 100, 1, 0), error="does not load: bad"),
     ]
-    trials[0].points[0] = replace(trials[0].points[0], server_cpu_percent=55.0, rss_mb=80.0)
+    trials[0].points[0] = replace(trials[0].points[0], server_cpu_percent=55.0, rss_mb=80.0,
+                                  repeats=3, throughput_ci=4.25)  # fmt: skip
     path = tmp_path / "results.csv"
     assert write_csv(path, trials, {(1, 1): True}) == 3
     assert path.read_text().splitlines()[0] == ",".join(COLUMNS)
@@ -298,6 +299,8 @@ def test_the_csv_reads_back_as_it_was_written(tmp_path: Path) -> None:
     assert [t.candidate for t in back] == [t.candidate for t in trials]
     assert back[0].points[0].server_cpu_percent == 55.0 and back[0].points[1].rss_mb is None
     assert back[0].points[1].throughput == 700 and back[1].error == "does not load: bad"
+    assert (back[0].points[0].repeats, back[0].points[0].throughput_ci) == (3, 4.25)
+    assert (back[0].points[1].repeats, back[0].points[1].throughput_ci) == (1, 0.0)
 
 
 def test_the_report_stands_alone_with_its_charts_and_the_chosen_config() -> None:

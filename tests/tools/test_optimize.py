@@ -8,6 +8,8 @@ onnxruntime (or torch), within the drift the tool itself reported.
 from __future__ import annotations
 
 import json
+import re
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +21,7 @@ from onnx import TensorProto, helper, numpy_helper
 from support.served import naiad_serve
 
 from naiad.cli import main
+from naiad.tools.optimize.speed import FASTER, SLOWER, WITHIN
 
 pytestmark = pytest.mark.e2e
 
@@ -92,7 +95,8 @@ def tree(repo: Path) -> list[str]:
 
 def test_graph_optimisation_adds_a_served_version(mlp_repo: Path, tmp_path: Path) -> None:
     report_path = tmp_path / "report.json"
-    code = main(["optimize", "mlp", "--model-repository", str(mlp_repo), "--report", str(report_path), *FAST])  # fmt: skip
+    code = main(["optimize", "mlp", "--model-repository", str(mlp_repo), "--into-repository",
+                 "--force", "--report", str(report_path), *FAST])  # fmt: skip
     assert code == 0
     assert (mlp_repo / "mlp" / "2" / "model.onnx").is_file()
     assert (mlp_repo / "mlp" / "config.pbtxt").read_text() == CONFIG  # nothing to change
@@ -101,7 +105,13 @@ def test_graph_optimisation_adds_a_served_version(mlp_repo: Path, tmp_path: Path
         latency = report["latency"][version]
         assert latency["p50_us"] > 0 and latency["p99_us"] >= latency["p50_us"]
         assert latency["throughput_infer_per_sec"] > 0 and latency["requests"] == 20
+    speed = report["speed"]
+    assert speed["rounds"] == 5 and speed["requests_per_round"] == 4
+    assert len(speed["round_speedups"]) == 5 and speed["verdict"] in (FASTER, WITHIN, SLOWER)
+    low, high = speed["interval_95"]
+    assert 0 < low <= speed["speedup"] <= high
     assert report["drift"]["max"] <= 1e-3 and report["drift"]["top1_agreement"]["OUTPUT0"] == 1.0
+    assert report["accepted"] and (report["refused"] == "") == (speed["verdict"] == FASTER)
     assert report["written"] == [str(mlp_repo / "mlp" / "2" / "model.onnx")]
 
     batch = np.random.default_rng(5).standard_normal((3, SIZE)).astype(np.float32)
@@ -120,7 +130,8 @@ def test_quantisation_over_max_drift_is_refused_and_force_writes_it(
             "--output-model", "mlp_int8", *FAST]  # fmt: skip
     assert main([*args, "--report", str(report_path)]) == 1
     err = capsys.readouterr().err.strip()
-    assert len(err.splitlines()) == 1 and "exceeds --max-drift 0.001" in err, err
+    errors = [line for line in err.splitlines() if line.startswith("naiad optimize: error:")]
+    assert errors == [err.splitlines()[-1]] and "exceeds --max-drift 0.001" in err, err
     assert tree(mlp_repo) == before and not report_path.exists()
 
     assert main([*args, "--force", "--report", str(report_path)]) == 0
@@ -150,7 +161,8 @@ def test_static_quantisation_calibrated_from_a_perf_analyzer_file(
     code = main([
         "optimize", "mlp", "--model-repository", str(mlp_repo), "--quantize", "static",
         "--calibration-data", str(data), "--input-data", str(data), "--max-drift", "1",
-        "--output-version", "7", "--report", str(report_path), "--requests", "10",
+        "--into-repository", "--output-version", "7", "--report", str(report_path),
+        "--requests", "10", "--force",
     ])  # fmt: skip
     assert code == 0
     report = json.loads(report_path.read_text())
@@ -161,7 +173,8 @@ def test_static_quantisation_calibrated_from_a_perf_analyzer_file(
 def test_a_specific_version_policy_gets_the_new_version(mlp_repo: Path, serve: object) -> None:
     config = CONFIG + "version_policy { specific { versions: [1] } }\n"
     (mlp_repo / "mlp" / "config.pbtxt").write_text(config)
-    assert main(["optimize", "mlp", "--model-repository", str(mlp_repo), *FAST]) == 0
+    args = ["--into-repository", "--force", *FAST]
+    assert main(["optimize", "mlp", "--model-repository", str(mlp_repo), *args]) == 0
     server = serve(mlp_repo)  # type: ignore[operator]
     assert server.model_ready("mlp", "1") and server.model_ready("mlp", "2")
 
@@ -169,7 +182,8 @@ def test_a_specific_version_policy_gets_the_new_version(mlp_repo: Path, serve: o
 def test_an_onnx_file_to_an_onnx_file(tmp_path: Path) -> None:
     source = mlp(tmp_path / "in.onnx")
     output = tmp_path / "out.onnx"
-    code = main(["optimize", "--onnx", str(source), "--output", str(output), "--level", "basic", *FAST])  # fmt: skip
+    code = main(["optimize", "--onnx", str(source), "--output", str(output), "--level", "basic",
+                 "--force", *FAST])  # fmt: skip
     assert code == 0
     batch = np.ones((2, SIZE), np.float32)
     np.testing.assert_allclose(original(output, batch), original(source, batch), atol=1e-5)
@@ -238,6 +252,9 @@ def original_named(path: Path, batch: np.ndarray) -> np.ndarray:
         (["mlp", "--version", "3"], "has no version 3"),
         (["mlp", "--quantize", "static"], "needs --calibration-data"),
         (["mlp", "--output-model", "mlp"], "model 'mlp' already exists"),
+        (["mlp", "--output-version", "3"], "--output-version is for --into-repository"),
+        (["mlp", "--into-repository", "--output-version", "1"], "already has a version 1"),
+        (["mlp", "--requests", "3"], "--requests 3 is fewer than --rounds 5"),
         (["--onnx", "missing.onnx", "--output", "x.onnx"], "missing.onnx does not exist"),
         (["--torch", "missing.pt", "--shape", "x:3", "--output", "x.onnx"], "does not exist"),
         (["--torch", "net.py:build", "--output", "x.onnx"], "--torch needs --shape"),
@@ -252,7 +269,72 @@ def test_clear_one_line_errors(
     before = tree(mlp_repo)
     repository = [] if args[0].startswith("--") else ["--model-repository", str(mlp_repo)]
     assert main(["optimize", *args, *repository]) == 2
-    err = capsys.readouterr().err.strip()
+    # Progress lines may come first; the error is one line, the last, with no traceback.
+    *progress, err = capsys.readouterr().err.strip().splitlines()
     assert err.startswith("naiad optimize: error: ") and message in err, err
-    assert len(err.splitlines()) == 1
+    assert all(line.startswith("naiad optimize: ") and "error" not in line for line in progress)
     assert tree(mlp_repo) == before
+
+
+EXAMPLES = Path(__file__).resolve().parents[2] / "examples" / "model_repository"
+
+
+def snapshot(root: Path) -> dict[str, tuple[int, bytes]]:
+    """Every file under ``root`` with its modification time and content."""
+    return {
+        str(p.relative_to(root)): (p.stat().st_mtime_ns, p.read_bytes())
+        for p in sorted(root.rglob("*"))
+        if p.is_file()
+    }
+
+
+def test_the_readme_command_leaves_the_examples_alone(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+    serve: object,
+) -> None:  # fmt: skip
+    """README's command, verbatim, run where a user would: examples/ does not change,
+    whatever the verdict; with --force the copy lands in ./optimized/, servable."""
+    monkeypatch.chdir(tmp_path)
+    before = snapshot(EXAMPLES)
+    command = ["optimize", "add_sub", "--model-repository", str(EXAMPLES), "--quantize",
+               "dynamic", "--max-drift", "0.05"]  # fmt: skip
+    code = main(command)
+    out, err = capsys.readouterr()
+    assert snapshot(EXAMPLES) == before
+    assert "dynamic INT8 quantisation: started" in err and "round 5/5: median latency" in err
+    verdict = re.search(r"speed-up [0-9.]+x, 95% interval [0-9.]+x to [0-9.]+x over 5 "
+                        r"rounds: (.*)", out)  # fmt: skip
+    assert verdict is not None, out
+    if verdict.group(1) == FASTER:  # the machine decides; both outcomes are checked
+        assert code == 0
+        shutil.rmtree(tmp_path / "optimized")
+    else:
+        assert code == 1 and not (tmp_path / "optimized").exists()
+        last = err.strip().splitlines()[-1]
+        assert last.startswith("naiad optimize: error: refused: the copy is not faster beyond "
+                               "noise: speed-up "), last  # fmt: skip
+        assert last.endswith("; nothing written (pass --force to write it anyway)"), last
+
+    assert main([*command, "--force"]) == 0
+    assert snapshot(EXAMPLES) == before
+    written = tmp_path / "optimized" / "add_sub"
+    assert sorted(str(p.relative_to(written)) for p in written.rglob("*")) == [
+        "1", "1/model.onnx", "config.pbtxt",
+    ]  # fmt: skip
+    server = serve(tmp_path / "optimized", http=True)  # type: ignore[operator]
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
+    try:
+        a, b = np.arange(4, dtype=np.float32), np.ones(4, np.float32)
+        inputs = [httpclient.InferInput(n, [4], "FP32") for n in ("INPUT0", "INPUT1")]
+        inputs[0].set_data_from_numpy(a)
+        inputs[1].set_data_from_numpy(b)
+        result = client.infer("add_sub", inputs)
+        np.testing.assert_allclose(result.as_numpy("OUTPUT0"), a + b, atol=0.05)
+    finally:
+        client.close()
+
+    # A second run does not overwrite the first.
+    assert main(command) == 2
+    assert "optimized/add_sub already exists: remove it, or give another --output-dir" in (
+        capsys.readouterr().err
+    )

@@ -24,6 +24,7 @@ from naiad.tools.optimize.inputs import (
 )
 from naiad.tools.optimize.measure import Latency, output_difference, top1
 from naiad.tools.optimize.source import RepositoryModel
+from naiad.tools.optimize.speed import FASTER, SLOWER, WITHIN, Round, Timing, spread, verdict
 from naiad.tools.optimize.write import next_version, write_version
 
 pytestmark = pytest.mark.unit
@@ -149,3 +150,30 @@ def test_quantisation_runs_between_a_basic_and_the_asked_level() -> None:
     assert _plan(None, "dynamic") == [("", "dynamic")]
     assert _plan("basic", "static") == [("basic", None), ("", "static")]
     assert _plan("all", "dynamic") == [("basic", None), ("", "dynamic"), ("all", None)]
+
+
+def test_the_speed_verdict_needs_the_whole_interval_above_one() -> None:
+    faster = verdict([1.30, 1.32, 1.28, 1.31, 1.29])
+    assert faster.word == FASTER and faster.faster
+    assert 1.28 < faster.low < faster.speedup < faster.high < 1.32
+    slower = verdict([0.26, 0.25, 0.27, 0.26, 0.25])  # dynamic INT8 on a small convnet
+    assert slower.word == SLOWER and not slower.faster and slower.high < 1
+    # 47.3 vs 45.3: a 4% gain, but the rounds disagree by more than that.
+    noisy = verdict([1.20, 0.90, 1.10, 0.95, 1.05])
+    assert noisy.word == WITHIN and noisy.low < 1 < noisy.high
+    # One round is no noise estimate: never "faster", however large.
+    assert verdict([3.0]).word == WITHIN and "no noise estimate" in verdict([3.0]).describe()
+    assert verdict([]).word == WITHIN
+    # Fewer rounds widen the interval (Student's t): the same gain, less certainty.
+    assert verdict([1.05, 1.10]).low < verdict([1.05, 1.10] * 4).low
+
+
+def test_a_round_is_the_ratio_of_medians_so_one_stall_does_not_decide_it() -> None:
+    stalled = Round(before_ns=(100, 100, 100, 100, 100), after_ns=(80, 80, 80, 80, 50_000),
+                    items=5)  # fmt: skip
+    assert stalled.speedup == pytest.approx(1.25)
+    timing = Timing(planned=3, requests_per_round=5, rounds=[stalled, stalled])
+    assert timing.items() == 10 and timing.verdict().speedup == pytest.approx(1.25)
+    # Throughput is what the client saw, stall included: 5 items in 50.32 us.
+    assert timing.throughputs("after")[0] == pytest.approx(5 / 50.32e-6)
+    assert spread([10.0, 10.0]) == 0.0 and spread([9.0, 11.0]) == pytest.approx(0.1414, 1e-3)

@@ -18,16 +18,14 @@ from pathlib import Path
 from naiad.tools.analyze import charts, search
 from naiad.tools.analyze.errors import AnalyzeError, NothingFits
 from naiad.tools.analyze.model import AnalyzedModel, Asked
-from naiad.tools.analyze.objective import Constraints, best_point, chosen, score
+from naiad.tools.analyze.objective import Constraints, best_point, choose, score
 from naiad.tools.analyze.output import config_text, write_best_repository
 from naiad.tools.analyze.report import Analysis, write_report
 from naiad.tools.analyze.results import Trial, write_csv
 from naiad.tools.analyze.server import ChildServer, LoadFailed, Server
 from naiad.tools.analyze.space import Candidate, Space
+from naiad.tools.interrupt import INTERRUPTED
 from naiad.tools.perf.settings import PerfSettings
-
-#: The exit code of a run stopped by Ctrl-C (128 + SIGINT), as shells report it.
-INTERRUPTED = 130
 
 Say = Callable[[str], None]
 
@@ -46,6 +44,8 @@ class Options:
     #: The sweep of each trial (model and url are filled in when the server is known).
     sweep: PerfSettings = field(default_factory=lambda: PerfSettings(model=""))
     startup_timeout_s: float = 120.0
+    #: Sweeps per configuration (their spread is the noise of its throughput).
+    repeats: int = 2
 
 
 def run(options: Options, say: Say = print) -> int:
@@ -129,13 +129,15 @@ def _search(
             "measurement": f"{sweep.protocol}, windows of {sweep.measurement_interval_ms} ms, "
             f"stable within {sweep.stability_percentage:g}% over 3 windows "
             f"(at most {sweep.max_trials})",
+            "repeats": f"{options.repeats} sweep(s) per configuration; throughput is their "
+            "mean, ± the half-width of its 95% confidence interval",
         },
     )
     say(
         f"naiad analyze: '{model.name}', {options.search} search: {planned} trials of a grid of "
         f"{grid} configurations, concurrency {analysis.settings['concurrency']}"
     )
-    measurer = Measurer(server, model, options.sweep)
+    measurer = Measurer(server, model, options.sweep, repeats=options.repeats)
 
     def evaluate(candidate: Candidate) -> Trial:
         trial = measurer(candidate)
@@ -171,7 +173,9 @@ def _outcome(trial: Trial, constraints: Constraints) -> str:
 
 def _write(analysis: Analysis, model: AnalyzedModel, options: Options, say: Say) -> int:
     out = options.out_dir
-    best = chosen(analysis.trials, options.constraints)
+    choice = choose(analysis.trials, options.constraints)
+    best = choice.trial
+    analysis.choice = choice
     meets = {
         (t.number, p.concurrency): options.constraints.meets(p)
         for t in analysis.trials
@@ -197,6 +201,12 @@ def _write(analysis: Analysis, model: AnalyzedModel, options: Options, say: Say)
     if best is not None:
         say(f"best: #{best.number} {best.candidate.describe()}; its repository: "
             f"{analysis.best_repository}")  # fmt: skip
+        say(f"  why: {choice.reason(options.constraints)}")
+    if choice.excluded:  # only constraints exclude
+        say(
+            f"excluded by the constraints ({options.constraints.describe()}): "
+            + ", ".join(f"#{t.number}" for t in choice.excluded)
+        )
     if analysis.interrupted:
         return INTERRUPTED
     if best is None:

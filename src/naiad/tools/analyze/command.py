@@ -7,7 +7,10 @@ load API's config override and measured by naiad perf's engine over a
 concurrency sweep, with the server's CPU time and memory.  The best is the
 configuration with the highest throughput whose p99 latency stays within
 --latency-budget-ms (and throughput above --min-throughput), at any
-concurrency of the sweep.
+concurrency of the sweep.  Each configuration is swept --repeats times: a
+configuration whose throughput is within the noise (95% confidence
+intervals) of the highest is as good, and the simplest of those wins
+(fewer instances, no or smaller batching, shorter delay, default threads).
 
 --search brute measures the whole grid; quick (the default) climbs from the
 model's own configuration one knob at a time and takes at most a third of
@@ -58,8 +61,10 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                       help="the protocol of the measured requests (default http)")  # fmt: skip
 
     goal = parser.add_argument_group("what is best")
-    goal.add_argument("--latency-budget-ms", type=_positive_float, metavar="MS",
-                      help="the p99 latency a configuration must keep to")  # fmt: skip
+    goal.add_argument("--latency-budget-ms", "--latency-budget", type=_positive_float,
+                      metavar="MS", help="the p99 latency, in ms, a configuration must keep "
+                      "to (Model Analyzer's --latency-budget); the report lists the "
+                      "configurations it excludes")  # fmt: skip
     goal.add_argument("--min-throughput", type=_positive_float, metavar="N",
                       help="the throughput (infer/s) a configuration must reach")  # fmt: skip
     goal.add_argument("--search", choices=("quick", "brute"), default="quick",
@@ -100,6 +105,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
         metavar="P",
         help="windows agree within P%% (default 10)",
     )
+    how.add_argument("--repeats", type=positive_int, default=2, metavar="N",
+                     help="sweeps per configuration (default 2): their spread is the noise "
+                     "within which a simpler configuration is preferred")  # fmt: skip
     how.add_argument("-b", "--batch-size", type=positive_int, default=1, metavar="N",
                      help="items per request (default 1)")  # fmt: skip
     how.add_argument("--shape", action="append", default=[], metavar="NAME:D1,D2",
@@ -153,13 +161,16 @@ def _switches(text: str) -> tuple[bool, ...]:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from naiad.tools.analyze.analysis import INTERRUPTED, Options
+    from naiad.tools.analyze.analysis import Options
     from naiad.tools.analyze.analysis import run as analyze
     from naiad.tools.analyze.errors import AnalyzeError
     from naiad.tools.analyze.model import Asked
     from naiad.tools.analyze.objective import Constraints
+    from naiad.tools.console import line_buffered
+    from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.perf.settings import PerfError, PerfSettings, parse_shape
 
+    line_buffered()
     try:
         budget = args.latency_budget_ms
         options = Options(
@@ -193,6 +204,7 @@ def run(args: argparse.Namespace) -> int:
                 shapes=dict(parse_shape(s) for s in args.shape),
             ),
             startup_timeout_s=args.startup_timeout,
+            repeats=args.repeats,
         )
         return analyze(options, lambda line: print(line, flush=True))
     except (AnalyzeError, PerfError) as exc:

@@ -1,5 +1,10 @@
 """One trial for real: load a configuration into the server, sweep it with naiad
-perf's engine, and read the server process's CPU time and memory.
+perf's engine (``--repeats`` times, back to back), and read the server
+process's CPU time and memory.
+
+Each point is the mean of its repeats, with the 95% confidence interval of
+its throughput: a second configuration whose throughput is within that
+noise is not better, whatever its mean says.
 
 CPU time is read with psutil before and after each concurrency step (the
 process and its children, such as Python-backend stubs): it covers the whole
@@ -10,11 +15,9 @@ server on another host, those columns stay empty.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import signal
+import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -23,6 +26,7 @@ from naiad.tools.analyze.model import AnalyzedModel
 from naiad.tools.analyze.results import Point, Trial
 from naiad.tools.analyze.server import LoadFailed, Server
 from naiad.tools.analyze.space import Candidate
+from naiad.tools.confidence import mean_interval
 from naiad.tools.perf.settings import PerfError, PerfSettings
 
 
@@ -42,6 +46,8 @@ class Measurer:
     #: The sweep of every trial; model and url are filled in here.
     settings: PerfSettings
     trials: int = 0
+    #: Sweeps per configuration: their spread is the noise of its throughput.
+    repeats: int = 1
     _usage: Any = field(default=None, init=False)
 
     def __post_init__(self) -> None:
@@ -61,10 +67,11 @@ class Measurer:
         usage = self._usage
         if usage is not None:
             usage.mark()
+        sweeps: dict[int, list[Point]] = {}
 
         def on_result(result: Any) -> None:
             cpu, rss = usage.step() if usage is not None else (None, None)
-            trial.points.append(
+            sweeps.setdefault(int(result.value), []).append(
                 Point(
                     concurrency=int(result.value),
                     throughput=result.throughput,
@@ -78,52 +85,42 @@ class Measurer:
             )
 
         try:
-            sweep(self.settings, on_result)
+            for _ in range(self.repeats):
+                sweep(self.settings, on_result)
         except PerfError as exc:
             trial.error = str(exc)
+            return trial
+        trial.points = [combined(points) for points in sweeps.values()]
         return trial
 
 
-def sweep(settings: PerfSettings, on_result: Callable[[Any], None]) -> None:
-    """naiad perf's sweep on a loop of its own, which a Ctrl-C cancels cleanly.
+def combined(points: Sequence[Point]) -> Point:
+    """One concurrency's repeats as one point: the means, and the throughput's 95%
+    confidence interval (the noise a rival configuration must beat)."""
+    throughput, half = mean_interval([p.throughput for p in points])
+    cpu = [p.server_cpu_percent for p in points if p.server_cpu_percent is not None]
+    rss = [p.rss_mb for p in points if p.rss_mb is not None]
+    return Point(
+        concurrency=points[0].concurrency,
+        throughput=throughput,
+        p50_us=statistics.fmean(p.p50_us for p in points),
+        p90_us=statistics.fmean(p.p90_us for p in points),
+        p99_us=statistics.fmean(p.p99_us for p in points),
+        server_cpu_percent=statistics.fmean(cpu) if cpu else None,
+        rss_mb=max(rss) if rss else None,
+        stable=all(p.stable for p in points),
+        repeats=len(points),
+        throughput_ci=half,
+    )
 
-    Python's own SIGINT handler would raise KeyboardInterrupt inside whichever
-    loop callback runs at that moment, and uvloop reports one raised in a
-    transport's callback as that connection's error and carries on: the search
-    would not stop, and a trial would fail for nothing.  Here SIGINT cancels the
-    sweep (its load stops and its connections close) and KeyboardInterrupt is
-    raised once the loop is done.
-    """
-    from naiad.server import new_event_loop
+
+def sweep(settings: PerfSettings, on_result: Callable[[Any], None]) -> None:
+    """naiad perf's sweep on a loop of its own, which a Ctrl-C cancels cleanly
+    (see :mod:`naiad.tools.interrupt`)."""
+    from naiad.tools.interrupt import run_cancellable
     from naiad.tools.perf.api import run_sweep
 
-    previous = signal.getsignal(signal.SIGINT)
-    loop = new_event_loop()
-    try:
-        task = loop.create_task(run_sweep(settings, on_result=on_result))
-        interrupted = False
-
-        def interrupt() -> None:
-            nonlocal interrupted
-            interrupted = True
-            task.cancel()
-
-        try:
-            loop.add_signal_handler(signal.SIGINT, interrupt)
-        except (NotImplementedError, RuntimeError, ValueError):  # Windows, or not the main thread
-            pass
-        try:
-            loop.run_until_complete(task)
-        except asyncio.CancelledError:
-            if interrupted:
-                raise KeyboardInterrupt from None
-            raise
-    finally:
-        loop.close()
-        # uvloop leaves its own handler in place after remove_signal_handler, one that
-        # swallows SIGINT once its loop is closed: put back the one from before.
-        with contextlib.suppress(ValueError, TypeError):  # not the main thread
-            signal.signal(signal.SIGINT, previous)
+    run_cancellable(run_sweep(settings, on_result=on_result))
 
 
 class ProcessUsage:

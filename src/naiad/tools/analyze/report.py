@@ -14,7 +14,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from naiad.tools.analyze import charts
-from naiad.tools.analyze.objective import Constraints, best_point, pareto_front, ranked
+from naiad.tools.analyze.objective import (
+    Choice,
+    Constraints,
+    best_point,
+    pareto_front,
+    ranked,
+)
 from naiad.tools.analyze.results import Point, Trial
 
 #: Rows of the table of top configurations.
@@ -44,6 +50,8 @@ class Analysis:
     settings: dict[str, str] = field(default_factory=dict)
     interrupted: bool = False
     chosen: Trial | None = None
+    #: How the chosen trial was picked (None: not decided yet).
+    choice: Choice | None = None
     chosen_config: str = ""
     best_repository: Path | None = None
     started: float = field(default_factory=time.time)
@@ -113,12 +121,15 @@ def _chosen(a: Analysis) -> str:
             '<p class="note">No configuration met the constraints '
             f"({_e(a.constraints.describe())}); nothing was written to best_repository.</p>"
         )
-        return "\n".join(out)
+        out.append(_excluded(a))
+        return "\n".join(p for p in out if p)
     out.append(
         f"<p><b>#{chosen.number} {_e(chosen.candidate.describe())}</b>: "
-        f"{point.throughput:.1f} infer/s at concurrency {point.concurrency}, "
+        f"{_throughput(point)} infer/s at concurrency {point.concurrency}, "
         f"p50 {_ms(point.p50_us)}, p99 {_ms(point.p99_us)}.</p>"
     )
+    if a.choice is not None:
+        out.append(f"<p>Why: {_e(a.choice.reason(a.constraints))}.</p>")
     base = a.baseline()
     base_point = best_point(base, a.constraints) if base is not None else None
     if base is not None and base is not chosen:
@@ -133,6 +144,7 @@ def _chosen(a: Analysis) -> str:
             out.append("<p>The model's own configuration does not meet the constraints.</p>")
     elif base is chosen:
         out.append("<p>The model's own configuration is the best one found.</p>")
+    out.append(_excluded(a))
     if a.best_repository is not None:
         out.append(
             f"<p>Written to <code>{_e(str(a.best_repository))}</code>; serve it with "
@@ -140,7 +152,28 @@ def _chosen(a: Analysis) -> str:
             "</p>"
         )
     out.append(f"<pre>{_e(a.chosen_config)}</pre>")
-    return "\n".join(out)
+    return "\n".join(p for p in out if p)
+
+
+def _excluded(a: Analysis) -> str:
+    """The configurations the constraints ruled out, with how close each came."""
+    if a.choice is None or not a.choice.excluded:
+        return ""
+    items = "".join(
+        f"<li>#{t.number} {_e(t.candidate.describe())}: lowest p99 "
+        f"{_ms(min(p.p99_us for p in t.points))}, at most "
+        f"{max(p.throughput for p in t.points):.1f} infer/s</li>"
+        for t in a.choice.excluded
+    )
+    return (f"<p>Excluded by the constraints ({_e(a.constraints.describe())}), at every "
+            f"concurrency:</p><ul>{items}</ul>")  # fmt: skip
+
+
+def _throughput(point: Point) -> str:
+    """The throughput with its 95% confidence half-width when the sweep was repeated."""
+    if point.repeats > 1:
+        return f"{point.throughput:.1f} ± {point.throughput_ci:.1f}"
+    return f"{point.throughput:.1f}"
 
 
 def _top_table(a: Analysis, order: Sequence[Trial]) -> str:
@@ -161,7 +194,7 @@ def _top_table(a: Analysis, order: Sequence[Trial]) -> str:
             f"#{trial.number}",
             trial.candidate.describe(),
             str(point.concurrency),
-            f"{point.throughput:.1f}" + ("" if fits else " (misses)"),
+            _throughput(point) + ("" if fits else " (misses)"),
         ]
         cells += _point_cells(point)  # fmt: skip
         out.append(f"<tr{css}>" + _cells(cells) + "</tr>")

@@ -30,6 +30,10 @@ class Point:
     #: The server's resident memory after the step (None: unknown).
     rss_mb: float | None = None
     stable: bool = True
+    #: How many sweeps measured this point; its figures are their means.
+    repeats: int = 1
+    #: Half-width of the throughput's 95% confidence interval over the repeats (0: one).
+    throughput_ci: float = 0.0
 
 
 @dataclass
@@ -47,7 +51,7 @@ COLUMNS = (
     "trial", "config", "instances", "max_batch_size", "dynamic_batching",
     "max_queue_delay_us", "intra_op_threads", "inter_op_threads", "concurrency",
     "throughput_infer_per_sec", "p50_us", "p90_us", "p99_us", "server_cpu_percent",
-    "rss_mb", "stable", "meets_constraints", "error",
+    "rss_mb", "stable", "meets_constraints", "error", "repeats", "throughput_ci95",
 )  # fmt: skip
 
 
@@ -66,14 +70,15 @@ def write_csv(path: Path, trials: Iterable[Trial], meets: dict[tuple[int, int], 
                 c.intra_op_threads, c.inter_op_threads,
             ]  # fmt: skip
             if trial.error:
-                writer.writerow([*head, "", "", "", "", "", "", "", "", "", trial.error])
+                writer.writerow([*head, "", "", "", "", "", "", "", "", "", trial.error, "", ""])
                 rows += 1
             for p in trial.points:
                 writer.writerow([
                     *head, p.concurrency, f"{p.throughput:.2f}", f"{p.p50_us:.1f}",
                     f"{p.p90_us:.1f}", f"{p.p99_us:.1f}", _optional(p.server_cpu_percent),
                     _optional(p.rss_mb), int(p.stable),
-                    int(meets.get((trial.number, p.concurrency), False)), "",
+                    int(meets.get((trial.number, p.concurrency), False)), "", p.repeats,
+                    f"{p.throughput_ci:.2f}",
                 ])  # fmt: skip
                 rows += 1
     return rows
@@ -106,6 +111,8 @@ def read_csv(path: Path) -> list[Trial]:
                         server_cpu_percent=_number(row["server_cpu_percent"]),
                         rss_mb=_number(row["rss_mb"]),
                         stable=row["stable"] == "1",
+                        repeats=int(row.get("repeats") or 1),
+                        throughput_ci=float(row.get("throughput_ci95") or 0),
                     )
                 )
     return list(trials.values())

@@ -1,19 +1,30 @@
-"""Make a faster copy of a model and prove it answers like the original.
+"""Make a faster copy of a model and prove it answers like the original, and faster.
 
 ONNX models (in a repository, or a file with --onnx) are rewritten by ONNX
 Runtime's graph optimiser (--level) and/or quantised to INT8 (--quantize
 dynamic, or static with --calibration-data).  The copy is served beside the
 original by an in-process naiad server: the report gives both versions'
-p50/p99 latency and throughput and how far the copy's outputs drift (max abs
-difference per output, top-1 agreement for class scores).  A copy that
-drifts more than --max-drift is not written (exit 1) unless --force.
+p50/p99 latency and throughput, measured in --rounds rounds that take turns
+request by request, the speed-up with its 95% confidence interval, and how
+far the copy's outputs drift (max abs difference per output, top-1
+agreement for class scores).  The copy is written only when it drifts no
+more than --max-drift AND is faster beyond noise (the interval lies above
+1x); otherwise nothing is written and the exit code is 1, unless --force.
+
+A repository model's copy goes to --output-dir (default ./optimized), as a
+model of a new repository; --into-repository adds it to --model-repository
+as the model's next version instead, which the server then serves.
 
 PyTorch models (--torch model.pt or module.py:factory) are exported to ONNX
 with a dynamic batch axis and checked against torch's own outputs.
 
+exit codes: 0 written; 1 refused (drift, or not faster beyond noise); 2 a
+usage or model problem; 130 interrupted (Ctrl-C; nothing written).
+
 examples:
-  naiad optimize mlp --model-repository models                  # writes models/mlp/<next>/
+  naiad optimize mlp --model-repository models                  # -> optimized/mlp/1/
   naiad optimize mlp --model-repository models --quantize dynamic --max-drift 0.05
+  naiad optimize mlp --model-repository models --into-repository  # -> models/mlp/<next>/
   naiad optimize mlp --model-repository models --output-model mlp_opt --level all
   naiad optimize --onnx model.onnx --output model.opt.onnx --shape INPUT0:3,224,224
   naiad optimize --torch net.py:build --shape INPUT0:64 --output net.onnx
@@ -61,13 +72,20 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                      help="names of a --torch export's outputs (default OUTPUT0, OUTPUT1, ...)")  # fmt: skip
 
     where = parser.add_argument_group("where the result goes")
+    where.add_argument("--output-dir", metavar="DIR", default="optimized",
+                       help="a repository model's copy goes to DIR/MODEL/1/, with its config "
+                       "(default optimized; the source repository is left alone)")  # fmt: skip
+    where.add_argument("--into-repository", action="store_true",
+                       help="instead, add the copy to --model-repository as the model's next "
+                       "version (which a server then serves)")  # fmt: skip
     where.add_argument(
         "--output", metavar="FILE", help="write the ONNX file here (--onnx, --torch)"
     )
     where.add_argument("--output-model", metavar="NAME",
                        help="write a new model NAME (version 1) into --model-repository")  # fmt: skip
     where.add_argument("--output-version", type=int, metavar="N",
-                       help="the new version's number (default: the next free one)")  # fmt: skip
+                       help="with --into-repository: the new version's number (default: the "
+                       "next free one)")  # fmt: skip
     where.add_argument("--max-batch-size", metavar="N", type=int, default=8,
                        help="max_batch_size of the config written for --torch (default 8)")  # fmt: skip
     where.add_argument("--report", metavar="FILE", help="also write the report as JSON")
@@ -83,21 +101,35 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--batch-size", metavar="N", type=positive_int, default=1,
                        help="batch size of random samples (default 1)")  # fmt: skip
     check.add_argument("--requests", metavar="N", type=positive_int, default=200,
-                       help="timed requests per version (default 200)")  # fmt: skip
+                       help="timed requests per version, over all rounds (default 200)")  # fmt: skip
+    check.add_argument("--rounds", metavar="N", type=_rounds, default=5,
+                       help="measurement rounds; each gives one paired speed-up, their "
+                       "spread the noise (default 5, at least 2)")  # fmt: skip
     check.add_argument(
         "--seed", metavar="N", type=int, default=0, help="seed of the random samples"
     )
     check.add_argument("--max-drift", metavar="X", type=float, default=1e-3,
                        help="largest max-abs output difference accepted (default 0.001; "
                        "quantisation needs more)")  # fmt: skip
-    check.add_argument("--force", action="store_true", help="write the result whatever its drift")
+    check.add_argument("--force", action="store_true",
+                       help="write the result whatever its drift and speed")  # fmt: skip
+
+
+def _rounds(text: str) -> int:
+    value = positive_int(text)
+    if value < 2:
+        raise argparse.ArgumentTypeError("at least 2 rounds: one gives no noise estimate")
+    return value
 
 
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from naiad.tools.optimize.errors import DriftRefused, OptimizeError
+    from naiad.tools.console import line_buffered
+    from naiad.tools.interrupt import INTERRUPTED
+    from naiad.tools.optimize.errors import OptimizeError, Refused
 
+    line_buffered()
     try:
         sources = [bool(args.model), bool(args.onnx), bool(args.torch)]
         if sum(sources) != 1:
@@ -106,17 +138,20 @@ def run(args: argparse.Namespace) -> int:
             )
         if args.report and not Path(args.report).parent.is_dir():
             raise OptimizeError(f"--report {args.report}: folder does not exist")
+        if args.requests < args.rounds:
+            raise OptimizeError(f"--requests {args.requests} is fewer than --rounds {args.rounds}")
         if args.torch:
             from naiad.tools.optimize import torch_flow as flow
         else:
             from naiad.tools.optimize import onnx_flow as flow  # type: ignore[no-redef]
         report = flow.run(args)
         print("\n".join(report.lines()))
-        if not report.accepted:
-            raise DriftRefused(
-                f"refused: output drift {report.measured_drift().worst:.3g} exceeds "
-                f"--max-drift {args.max_drift:g}; nothing written (raise --max-drift or pass --force)"
-            )
+        if report.interrupted:
+            print("naiad optimize: interrupted: nothing written", file=sys.stderr)
+            return INTERRUPTED
+        refusal = report.refusal()
+        if not report.accepted and refusal:
+            raise Refused(f"refused: {refusal}; nothing written (pass --force to write it anyway)")
         if args.report:
             report.write_json(Path(args.report))
     except OptimizeError as exc:
@@ -125,4 +160,7 @@ def run(args: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"naiad optimize: error: {exc}", file=sys.stderr)
         return 2
+    except KeyboardInterrupt:
+        print("naiad optimize: interrupted: nothing written", file=sys.stderr)
+        return INTERRUPTED
     return 0

@@ -10,8 +10,9 @@ class OptimizeError(Exception):
     exit_code = 2
 
 
-class DriftRefused(OptimizeError):
-    """The optimised model answers too differently from the original (exit 1)."""
+class Refused(OptimizeError):
+    """The optimised model answers too differently from the original, or is not
+    faster beyond noise (exit 1)."""
 
     exit_code = 1
 

@@ -2,12 +2,14 @@
 
 Requests go through :class:`naiad.Server`'s embedded API, so the numbers
 include what serving adds (validation, scheduling, batching as configured)
-and nothing of a network.  The two versions take turns request by request:
-a machine that gets busier or warmer halfway through weighs on both alike.
+and nothing of a network.  The two versions take turns request by request,
+in rounds (see :mod:`.speed`): a machine that gets busier or warmer halfway
+through weighs on both alike, and the rounds show how noisy it is.
 """
 
 from __future__ import annotations
 
+import statistics
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -18,9 +20,11 @@ import numpy as np
 
 from naiad.config import ModelConfig
 from naiad.core import datatypes
+from naiad.tools.console import duration
 from naiad.tools.optimize.errors import OptimizeError
 from naiad.tools.optimize.graph import first_line
 from naiad.tools.optimize.inputs import InputSpec, Sample
+from naiad.tools.optimize.speed import Round, Timing, spread
 from naiad.tools.optimize.staging import CANDIDATE, ORIGINAL
 
 #: Requests per version before timing starts (sessions allocate on first use).
@@ -36,16 +40,19 @@ class Latency:
     p99_us: float
     #: Inferences (batch items) per second, one request at a time.
     throughput: float
+    #: The relative standard deviation of the throughput across rounds.
+    spread: float = 0.0
 
     @staticmethod
-    def of(durations_ns: Sequence[int], batch_items: int) -> Latency:
+    def of(durations_ns: Sequence[int], batch_items: int, spread: float = 0.0) -> Latency:
         us = np.asarray(durations_ns, dtype=np.float64) / 1e3
         total_s = float(us.sum()) / 1e6
         return Latency(
             requests=len(us),
-            p50_us=float(np.percentile(us, 50)),
-            p99_us=float(np.percentile(us, 99)),
+            p50_us=float(np.percentile(us, 50)) if len(us) else 0.0,
+            p99_us=float(np.percentile(us, 99)) if len(us) else 0.0,
             throughput=batch_items / total_s if total_s > 0 else 0.0,
+            spread=spread,
         )
 
 
@@ -88,6 +95,7 @@ class Comparison:
     drift: Drift
     before: Latency
     after: Latency
+    timing: Timing
 
 
 def input_specs(config: ModelConfig) -> list[InputSpec]:
@@ -110,12 +118,20 @@ def compare(
     make_samples: Callable[[list[InputSpec]], list[Sample]],
     *,
     requests: int,
+    rounds: int,
+    say: Callable[[str], None] = lambda _: None,
 ) -> Comparison:
-    """Serve ``repository`` in-process, check drift on the samples, time both versions."""
+    """Serve ``repository`` in-process, check drift on the samples, time both versions
+    in ``rounds`` rounds of ``requests // rounds`` requests each.
+
+    Ctrl-C during the rounds ends them: the comparison holds those that finished
+    and says it was interrupted.  Before the rounds it raises KeyboardInterrupt.
+    """
     from naiad.core.errors import NaiadError
     from naiad.server import Server
 
     server = Server(model_repository=repository, log_info=False, log_warning=False)
+    say("loading both versions into an in-process naiad server")
     try:
         server.start()
     except NaiadError as exc:
@@ -139,27 +155,56 @@ def compare(
                 which = "original" if version == ORIGINAL else "optimised"
                 raise OptimizeError(f"the {which} model failed: {first_line(exc)}") from None
 
+        say(f"checking the outputs on {len(samples)} samples")
         drift = Drift()
         for sample in samples:
             _add_drift(drift, infer(ORIGINAL, sample), infer(CANDIDATE, sample))
-        timings: dict[int, list[int]] = {ORIGINAL: [], CANDIDATE: []}
-        for i in range(WARMUP + requests):
-            sample = samples[i % len(samples)]
-            for version, durations in timings.items():
-                start = time.perf_counter_ns()
-                infer(version, sample)
-                if i >= WARMUP:
-                    durations.append(time.perf_counter_ns() - start)
-        items = sum(_batch_items(samples[i % len(samples)], specs) for i in range(requests))
+        for i in range(WARMUP):
+            for version in (ORIGINAL, CANDIDATE):
+                infer(version, samples[i % len(samples)])
+        timing = Timing(planned=rounds, requests_per_round=max(requests // rounds, 1))
+        try:
+            for number in range(rounds):
+                timing.rounds.append(
+                    _round(infer, samples, specs, timing.requests_per_round, number)
+                )
+                done = timing.rounds[-1]
+                before, after = (duration(statistics.median(ns) / 1e3)
+                                 for ns in (done.before_ns, done.after_ns))  # fmt: skip
+                say(f"round {number + 1}/{rounds}: median latency {before} original, {after} "
+                    f"copy ({done.speedup:.2f}x)")  # fmt: skip
+        except KeyboardInterrupt:
+            timing.interrupted = True
+        items = timing.items()
         return Comparison(
             inputs=specs,
             samples=len(samples),
             drift=drift,
-            before=Latency.of(timings[ORIGINAL], items),
-            after=Latency.of(timings[CANDIDATE], items),
+            before=Latency.of(timing.before_ns(), items, spread(timing.throughputs("before"))),
+            after=Latency.of(timing.after_ns(), items, spread(timing.throughputs("after"))),
+            timing=timing,
         )
     finally:
         server.stop()
+
+
+def _round(
+    infer: Callable[[int, Sample], object], samples: Sequence[Sample],
+    specs: Sequence[InputSpec], requests: int, number: int,
+) -> Round:  # fmt: skip
+    """One round: each request goes to both versions in turn, the first alternating so
+    that neither always meets the caches the other warmed."""
+    durations: dict[int, list[int]] = {ORIGINAL: [], CANDIDATE: []}
+    items = 0
+    for i in range(requests):
+        sample = samples[(number * requests + i) % len(samples)]
+        items += _batch_items(sample, specs)
+        order = (ORIGINAL, CANDIDATE) if (number + i) % 2 == 0 else (CANDIDATE, ORIGINAL)
+        for version in order:
+            start = time.perf_counter_ns()
+            infer(version, sample)
+            durations[version].append(time.perf_counter_ns() - start)
+    return Round(tuple(durations[ORIGINAL]), tuple(durations[CANDIDATE]), items)
 
 
 def _ready(server: Any, name: str, version: int) -> bool:

@@ -1,7 +1,11 @@
-"""Optimise an ONNX model: rewrite it, compare it with the original, write it if close.
+"""Optimise an ONNX model: rewrite it, compare it with the original, write it if
+it answers alike and is faster.
 
-Nothing reaches the user's repository or ``--output`` before the comparison
-has passed; the rewritten file waits in a scratch folder until then.
+Nothing reaches the user's repository, ``--output-dir`` or ``--output`` before
+the comparison has passed; the rewritten file waits in a scratch folder until
+then.  A repository model's copy goes to a folder of its own unless the user
+asks for the repository: a documented command must never change what a
+server serves from an example repository.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ import shutil
 import tempfile
 from pathlib import Path
 
+from naiad.tools.console import progress
 from naiad.tools.optimize import write
 from naiad.tools.optimize.errors import OptimizeError
 from naiad.tools.optimize.graph import first_line, optimize_graph
@@ -31,6 +36,10 @@ from naiad.tools.optimize.staging import stage, stage_repository_model
 DEFAULT_LEVEL = "extended"
 
 
+def say(text: str) -> None:
+    progress("naiad optimize", text)
+
+
 def run(args: argparse.Namespace) -> Report:
     """The whole ``naiad optimize MODEL`` / ``--onnx FILE`` run; raises on refusal."""
     shapes = parse_shapes(args.shape)
@@ -40,7 +49,8 @@ def run(args: argparse.Namespace) -> Report:
         if repository is None:
             raise OptimizeError("MODEL needs --model-repository (or give --onnx FILE)")
         if args.output:
-            raise OptimizeError("--output is for --onnx and --torch; a model gets a new version")
+            raise OptimizeError("--output is for --onnx and --torch; a model's copy goes to "
+                                "--output-dir")  # fmt: skip
         model = find_model(repository, args.model, args.version)
         source = model.file
         name = model.name
@@ -63,6 +73,7 @@ def run(args: argparse.Namespace) -> Report:
         candidate = source
         for i, (level, quantization) in enumerate(plan):
             step = work / f"step{i}.onnx"
+            say(f"{steps[i]}: started")
             if quantization:
                 calibration = None
                 if args.calibration_data:
@@ -72,6 +83,7 @@ def run(args: argparse.Namespace) -> Report:
                 quantize(candidate, step, quantization, calibration)
             else:
                 optimize_graph(candidate, step, level)
+            say(f"{steps[i]}: done")
             candidate = step
         report.size_after = candidate.stat().st_size
 
@@ -87,9 +99,12 @@ def run(args: argparse.Namespace) -> Report:
             staged = stage_repository_model(work / "repository", model, candidate)
         else:
             staged = stage(work / "repository", name, None, None, source, candidate, "model.onnx")
-        report.comparison = compare(staged, name, samples, requests=args.requests)
-        worst = report.comparison.drift.worst
-        report.accepted = worst <= args.max_drift or args.force
+        report.comparison = compare(
+            staged, name, samples, requests=args.requests, rounds=args.rounds, say=say
+        )
+        if report.interrupted:
+            return report
+        report.accepted = args.force or not report.refusal()
         if report.accepted:
             report.written = [str(_write(args, model, repository, candidate, t)) for t in targets]
     return report
@@ -130,9 +145,22 @@ def _check_targets(
         if not output.parent.is_dir():
             raise OptimizeError(f"--output {output}: folder {output.parent} does not exist")
         targets.append("file")
-    if model is not None and not args.output_model:
+    if args.output_version is not None and not args.into_repository:
+        raise OptimizeError("--output-version is for --into-repository")
+    if args.into_repository:
+        if model is None:
+            raise OptimizeError("--into-repository is for MODEL of --model-repository")
+        if args.output_model:
+            raise OptimizeError("give --into-repository or --output-model, not both")
         write.check_new_version(model, args.output_version or write.next_version(model))
         targets.append("version")
+    elif model is not None and not args.output_model:
+        folder = Path(args.output_dir) / model.name
+        if folder.parent.exists() and not folder.parent.is_dir():
+            raise OptimizeError(f"--output-dir {folder.parent} is not a folder")
+        if folder.exists():
+            raise OptimizeError(f"{folder} already exists: remove it, or give another --output-dir")
+        targets.append("folder")
     if not targets:
         raise OptimizeError(
             "--onnx needs --output FILE (or --model-repository R --output-model NAME)"
@@ -147,6 +175,13 @@ def _write(
     if target == "file":
         shutil.copyfile(candidate, args.output)
         return Path(args.output)
+    if target == "folder":
+        assert model is not None
+        Path(args.output_dir).mkdir(parents=True, exist_ok=True)
+        return write.write_model(
+            Path(args.output_dir), model.name, candidate, model.filename,
+            model.config if model.has_config else None, model.directory,
+        )  # fmt: skip
     if target == "version":
         assert model is not None
         return write.write_version(

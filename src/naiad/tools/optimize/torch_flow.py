@@ -11,6 +11,7 @@ import tempfile
 from pathlib import Path
 
 from naiad.core import datatypes
+from naiad.tools.console import progress
 from naiad.tools.optimize import torch_export, write
 from naiad.tools.optimize.errors import OptimizeError
 from naiad.tools.optimize.generated_config import config_for
@@ -56,9 +57,11 @@ def run(args: argparse.Namespace) -> Report:
     report = Report(args.torch, args.torch, [f"ONNX export (opset {opset})"], args.max_drift)
     with tempfile.TemporaryDirectory(prefix="naiad-export-") as scratch:
         exported = Path(scratch) / "model.onnx"
+        progress("naiad optimize", f"ONNX export (opset {opset}): started")
         names = torch_export.export(
             module, specs, shapes, exported, opset=opset, output_names=output_names
         )
+        progress("naiad optimize", "ONNX export: done; checking it against torch")
         report.drift = torch_export.verify(
             module, exported, specs, shapes, names, samples=args.samples, batch_size=args.batch_size
         )

@@ -78,16 +78,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
+    from naiad.tools.console import line_buffered
+    from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.perf.settings import PerfError
 
+    line_buffered()
     try:
         return _run(args)
     except PerfError as exc:
         print(f"naiad perf: {exc}", file=sys.stderr)
         return 1
-    except KeyboardInterrupt:
+    except KeyboardInterrupt:  # before the sweep started: nothing measured yet
         print("naiad perf: interrupted", file=sys.stderr)
-        return 130
+        return INTERRUPTED
 
 
 def settings_from_args(args: argparse.Namespace) -> PerfSettings:
@@ -168,8 +171,9 @@ def settings_from_args(args: argparse.Namespace) -> PerfSettings:
 def _run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
+    from naiad.tools.interrupt import INTERRUPTED, run_cancellable
     from naiad.tools.perf import report
-    from naiad.tools.perf.api import client_processes, run_on_new_loop, run_sweep
+    from naiad.tools.perf.api import client_processes, run_sweep
     from naiad.tools.perf.progress import ProgressLine
     from naiad.tools.perf.settings import PerfError
 
@@ -181,7 +185,10 @@ def _run(args: argparse.Namespace) -> int:
     print(report.settings_text(settings, client_processes(settings)), flush=True)
     line = ProgressLine()
 
+    results: list[StepResult] = []
+
     def show(result: StepResult) -> None:
+        results.append(result)
         line.clear()
         print(report.step_text(result, settings), flush=True)
         busy = result.client_cpu_percent > 90 * result.processes
@@ -189,10 +196,18 @@ def _run(args: argparse.Namespace) -> int:
             print("  Warning: the client used a whole core per process: it, not the server, "
                   "may be the limit (add --client-processes)\n", flush=True)  # fmt: skip
 
+    interrupted = False
     try:
-        results = run_on_new_loop(run_sweep(settings, line.show, show))
+        run_cancellable(run_sweep(settings, line.show, show))
+    except KeyboardInterrupt:
+        interrupted = True
     finally:
         line.clear()
+    if interrupted:
+        print(f"naiad perf: interrupted: reporting the {len(results)} finished steps "
+              "(the step under way is dropped)", file=sys.stderr, flush=True)  # fmt: skip
+        if not results:
+            return INTERRUPTED
     print(report.closing_text(results, settings))
     print()
     print(report.summary_table(results))
@@ -205,4 +220,4 @@ def _run(args: argparse.Namespace) -> int:
         from naiad.tools.perf.plot import plot
 
         plot(results, Path(args.plot), f"{settings.model} ({settings.protocol})")
-    return 0
+    return INTERRUPTED if interrupted else 0

@@ -16,6 +16,7 @@ import multiprocessing
 from multiprocessing.connection import Connection as Pipe
 from typing import Any
 
+from naiad.tools.interrupt import ignore_in_child
 from naiad.tools.perf.load import Load, Sample, Sequences
 from naiad.tools.perf.loop import run_on_new_loop
 from naiad.tools.perf.model import ModelInfo, build_steps
@@ -102,6 +103,7 @@ class Processes:
 
 
 def _child(settings: PerfSettings, index: int, count: int, pipe: Pipe) -> None:
+    ignore_in_child()
     run_on_new_loop(_serve(settings, index, count, pipe))
 
 

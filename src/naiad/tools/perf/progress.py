@@ -1,4 +1,11 @@
-"""One status line on a terminal, rewritten as the windows of a step complete."""
+"""Progress while a step is measured: the window just finished.
+
+On a terminal it is one status line on stderr, rewritten window after window
+and cleared before the step's report.  Anywhere else (a pipe, a CI log)
+there is no line to rewrite, so each window gets a line of its own: a
+step takes at least three windows, and a user watching a log should not
+see nothing for the tens of seconds that takes.
+"""
 
 from __future__ import annotations
 
@@ -12,6 +19,7 @@ class ProgressLine:
 
     def show(self, text: str) -> None:
         if not self.live:
+            print(f"  {text}", file=sys.stderr, flush=True)
             return
         sys.stderr.write("\r" + text.ljust(self.width))
         sys.stderr.flush()
