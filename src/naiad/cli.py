@@ -74,6 +74,9 @@ def check(repositories: list[str], disable_auto_complete: bool) -> int:
 def main(argv: Sequence[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     if getattr(args, "tool", None) is not None:
+        from naiad.tools.console import line_buffered
+
+        line_buffered()  # a tool piped into tee or a CI log shows each line as it is written
         return int(args.tool.run(args))
     if args.command == "check":
         return check(args.repositories, args.disable_auto_complete_config)

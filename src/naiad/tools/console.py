@@ -2,7 +2,7 @@
 
 Python buffers stdout in blocks when it is not a terminal, so a tool piped
 into ``tee`` or a CI log showed nothing for its first minute of measuring.
-:func:`line_buffered` makes every tool's stdout flush at each line, which
+:func:`line_buffered` (called by ``naiad``'s command for every tool) makes stdout flush at each line, which
 costs nothing at a tool's output rate; progress goes to stderr (never
 buffered) so that stdout stays the report a script can read.
 """

@@ -166,11 +166,9 @@ def run(args: argparse.Namespace) -> int:
     from naiad.tools.analyze.errors import AnalyzeError
     from naiad.tools.analyze.model import Asked
     from naiad.tools.analyze.objective import Constraints
-    from naiad.tools.console import line_buffered
     from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.perf.settings import PerfError, PerfSettings, parse_shape
 
-    line_buffered()
     try:
         budget = args.latency_budget_ms
         options = Options(

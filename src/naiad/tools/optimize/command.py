@@ -125,11 +125,9 @@ def _rounds(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from naiad.tools.console import line_buffered
     from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.optimize.errors import OptimizeError, Refused
 
-    line_buffered()
     try:
         sources = [bool(args.model), bool(args.onnx), bool(args.torch)]
         if sum(sources) != 1:

@@ -78,11 +78,9 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from naiad.tools.console import line_buffered
     from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.perf.settings import PerfError
 
-    line_buffered()
     try:
         return _run(args)
     except PerfError as exc:
