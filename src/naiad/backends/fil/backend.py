@@ -5,6 +5,12 @@ item) and one output ``output__0`` (FP32), and always batches.  Triton's FIL
 completes nothing of the config from the model file, and neither does
 naiad: the config names both tensors and the model's feature count, which is
 checked against the file at load.
+
+A scikit-learn model is a pickle, and unpickling runs whatever code the file
+holds: such models load only where the operator started the server with
+``--backend-config fil,allow-pickle=true``.  A config cannot turn it on (a
+model's author, or a client of the load API, is not who decides), and the
+other model types are data, not code, and always load.
 """
 
 from __future__ import annotations
@@ -28,6 +34,10 @@ from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 INPUT = "input__0"
 OUTPUT = "output__0"
+#: The ``--backend-config fil,<key>=true`` that lets scikit-learn pickles load.
+ALLOW_PICKLE = "allow-pickle"
+_YES = frozenset({"true", "yes", "on", "1"})
+_NO = frozenset({"false", "no", "off", "0", ""})
 
 
 class FilBackend(Backend):
@@ -86,6 +96,22 @@ def _check_tensors(
         )
 
 
+def _check_pickles_allowed(where: str, path: Path, options: dict[str, str]) -> None:
+    value = options.get(ALLOW_PICKLE, "").strip().lower()
+    if value not in _YES | _NO:
+        raise InvalidArgument(
+            f"--backend-config fil,{ALLOW_PICKLE}={options[ALLOW_PICKLE]}: expected true or false"
+        )
+    if value in _NO:
+        raise Unsupported(
+            f"{where}: '{path.name}' is a pickle (model_type 'sklearn'), and loading a pickle "
+            "runs any code it holds; naiad loads pickles only when the server is started with "
+            f"--backend-config fil,{ALLOW_PICKLE}=true (for model files you trust), or save the "
+            "estimator as a treelite checkpoint (treelite.sklearn.import_model(estimator)"
+            ".serialize('checkpoint.tl'), model_type 'treelite_checkpoint')"
+        )
+
+
 class FilInstance(ModelInstance):
     """One loaded copy of the model; the libraries release the GIL while they predict."""
 
@@ -101,6 +127,8 @@ class FilInstance(ModelInstance):
             )
         params = read_params(config)
         path = model_path(config, ctx.model_dir, ctx.version, params.model_type)
+        if params.model_type == "sklearn":
+            _check_pickles_allowed(where, path, ctx.options)
         self.predictor = predictors.load(
             path, params.model_type, params.nthread, params.cpu_nthread
         )
