@@ -88,9 +88,8 @@ def test_an_output_shape_other_than_the_configs_fails_the_request(repo, serve):
         assert status in ("500", "StatusCode.INTERNAL"), status
         assert client.is_model_ready("wider")
         client.close()
-    assert server.infer("any_length", {"INPUT__0": np.ones(3, np.float32)})[
-        "OUTPUT__0"
-    ].shape == (6,)
+    out = server.infer("any_length", {"INPUT__0": np.ones(3, np.float32)})
+    assert out["OUTPUT__0"].shape == (6,)
     out = server.infer("reshaped", {"INPUT__0": np.arange(8, dtype=np.float32).reshape(2, 4)})
     assert out["OUTPUT__0"].shape == (2, 2, 2)
     assert out["OUTPUT__0"].reshape(-1).tolist() == [2.0 * i for i in range(8)]

@@ -80,7 +80,7 @@ def test_stopping_the_service_closes_its_runner(service):
     assert not any(alive(pid) for pid in workers | stubs)
 
 
-UNLOADS = '''
+UNLOADS = """
 import bentoml
 import naiad
 from naiad.integrations.bentoml import RunnerService, http_errors
@@ -103,7 +103,7 @@ class Unloads(RunnerService):
     async def unload(self) -> str:
         await self.runner.aio.unload_model("add_sub")
         return "unloaded"
-'''
+"""
 
 
 def test_client_errors_are_answered_without_a_traceback_in_the_log(tmp_path):
