@@ -115,15 +115,10 @@ class BatchPlan:
         """
         for name, array in outputs.items():
             expected = self.output_shapes.get(name)
-            if expected is None:
-                continue
-            shape = array.shape
-            if len(shape) != len(expected) or any(
-                e != -1 and e != s for e, s in zip(expected, shape, strict=True)
-            ):
+            if expected is not None and not _matches(expected, array.shape):
                 raise Internal(
                     f"configuration expects shape {_dims(expected)} for output '{name}', "
-                    f"model provides {_dims(shape)}"
+                    f"model provides {_dims(array.shape)}"
                 )
 
     def split(
@@ -170,6 +165,16 @@ class BatchPlan:
         for i, (shape, n) in enumerate(zip(shapes, counts, strict=True)):
             per_request[i][name] = flat[start : start + n].reshape(shape)
             start += n
+
+
+def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    if len(dims) != len(shape):
+        return False
+    # Lengths checked: zip's strict= would cost a keyword parse per call.
+    for d, s in zip(dims, shape):  # noqa: B905
+        if d != -1 and d != s:
+            return False
+    return True
 
 
 def _dims(shape: Sequence[int]) -> str:
