@@ -1,6 +1,6 @@
 """Triton's REST protocol mounted under ``/triton`` in a FastAPI app of your own.
 
-    pip install naiad fastapi uvicorn
+    pip install . fastapi uvicorn        # from the checkout's root
     uvicorn mounted:app --app-dir examples/asgi --port 8080
 
     curl localhost:8080/hello

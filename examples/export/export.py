@@ -37,6 +37,7 @@ def export(output: Path) -> Path:
 
     with warnings.catch_warnings():  # torch marks TorchScript and the TorchScript-based
         warnings.simplefilter("ignore", DeprecationWarning)  # ONNX exporter deprecated
+        warnings.simplefilter("ignore", FutureWarning)  # (a FutureWarning from torch 2.14)
         torch.jit.script(net).save(str(repository / "net_torchscript" / "1" / "model.pt"))
         torch.onnx.export(
             net,

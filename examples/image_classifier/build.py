@@ -70,6 +70,7 @@ def main(output: Path) -> None:
     served = nn.Sequential(train(), nn.Softmax(dim=1)).eval()
     with warnings.catch_warnings():  # torch marks TorchScript deprecated; Triton serves it
         warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.simplefilter("ignore", FutureWarning)  # its category from torch 2.14
         torch.jit.script(served).save(str(repository / "ant_bee" / "1" / "model.pt"))
 
     images = output / "images"

@@ -1,14 +1,17 @@
 """naiad on Ray Serve: the example repository behind Ray's HTTP proxy, two replicas.
 
     serve run naiad_app:app --app-dir examples/ray     # on a running cluster, or a local one
-    python examples/ray/naiad_app.py                     # a local Ray, a client call, shut down
+    python examples/ray/naiad_app.py --port 8080         # a local Ray, a client call, shut down
 
+``serve run`` serves on Ray Serve's port, 8000 unless Serve was started on
+another (``serve start --http-port 8080`` on the cluster first).
 ``NAIAD_MODEL_REPOSITORY`` names another repository (every node must be able to
 read it: a shared path or an s3:// / gs:// URL).
 """
 
 from __future__ import annotations
 
+import argparse
 import os
 from pathlib import Path
 
@@ -33,10 +36,12 @@ def main() -> None:
     import tritonclient.http as httpclient
     from ray import serve
 
+    parser = argparse.ArgumentParser(description="naiad on a local Ray Serve, one call")
+    parser.add_argument("--port", type=int, default=8000, help="Ray Serve's HTTP port")
+    args = parser.parse_args()
     ray.init(num_cpus=2, include_dashboard=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": 8000})
-    serve.run(app, route_prefix="/")
-    client = httpclient.InferenceServerClient("127.0.0.1:8000")
+    url = naiad_ray.run(app, port=args.port)
+    client = httpclient.InferenceServerClient(url)
     a = np.arange(4, dtype=np.float32)
     inputs = [httpclient.InferInput(n, [4], "FP32") for n in ("INPUT0", "INPUT1")]
     for tensor in inputs:

@@ -1,6 +1,6 @@
 """A BentoML 1.4 service over a naiad runner.
 
-    pip install 'naiad[bentoml]'
+    pip install '.[bentoml]'
     cd examples/runner && bentoml serve bentoml_service:NaiadDemo -p 3000
 
     python -c "import bentoml; print(bentoml.SyncHTTPClient('http://localhost:3000')

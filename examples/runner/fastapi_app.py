@@ -1,6 +1,6 @@
 """A FastAPI app over a naiad runner, with the Gradio demo at ``/ui``.
 
-    pip install 'naiad[fastapi,gradio]'
+    pip install '.[fastapi,gradio]'
     uvicorn fastapi_app:app --app-dir examples/runner --port 8080
 
 The runner lives in the app's lifespan: the models load before the first

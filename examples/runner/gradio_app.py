@@ -1,6 +1,6 @@
 """A Gradio demo of the digit classifier over a naiad runner.
 
-    pip install 'naiad[gradio]'
+    pip install '.[gradio]'
     python examples/runner/gradio_app.py          # then open http://127.0.0.1:7860
 
 Draw or upload a digit (dark on light); the sample digits are one click away.

@@ -49,6 +49,7 @@ def build_parser() -> argparse.ArgumentParser:
     check = sub.add_parser("check", help="validate a model repository and print every problem")
     check.add_argument("repositories", nargs="+", metavar="REPO")
     add_flag(check, "disable_auto_complete_config")
+    add_flag(check, "backend_config")  # settings a load reads, such as fil,allow-pickle=true
 
     for name, module_name in COMMANDS.items():
         module = importlib.import_module(module_name)
@@ -59,11 +60,14 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
-def check(repositories: list[str], disable_auto_complete: bool) -> int:
+def check(args: argparse.Namespace) -> int:
     from naiad.engine.check import check_repositories
+    from naiad.engine.flag_values import backend_config
 
     report = check_repositories(
-        [Path(r) for r in repositories], disable_auto_complete_config=disable_auto_complete
+        [Path(r) for r in args.repositories],
+        disable_auto_complete_config=args.disable_auto_complete_config,
+        backend_config=backend_config(args.backend_config, {}),
     )
     for problem in report.problems:
         print(problem)
@@ -79,7 +83,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         line_buffered()  # a tool piped into tee or a CI log shows each line as it is written
         return int(args.tool.run(args))
     if args.command == "check":
-        return check(args.repositories, args.disable_auto_complete_config)
+        return check(args)
     options = options_from_args(args)
     if options.workers > 1:
         from naiad import workers

@@ -209,7 +209,9 @@ def served(tmp_path_factory: pytest.TempPathFactory) -> Any:
     repo = tmp_path_factory.mktemp("fil") / "models"
     repo.mkdir()
     models = Models(repo)
-    server = Server(model_repository=repo, http_port=0, grpc_port=0)
+    # The operator's consent to the scikit-learn pickles (test_fil_pickles.py: without it).
+    trusted = {"fil": {"allow-pickle": "true"}}
+    server = Server(model_repository=repo, http_port=0, grpc_port=0, backend_config=trusted)
     server.start()
     try:
         yield server, models, repo

@@ -29,10 +29,11 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.protocol,
-    # torch deprecates TorchScript; these tests build TorchScript files on purpose.  Loading
-    # one is not excused: the backend itself keeps torch.jit.load's warning quiet.
+    # torch deprecates TorchScript (a DeprecationWarning, a FutureWarning from 2.14); these
+    # tests build TorchScript files on purpose.  Loading one is not excused: the backend
+    # itself keeps torch.jit.load's warning quiet.
     pytest.mark.filterwarnings(
-        r"ignore:`torch\.jit\.(script|trace|trace_method|save)` is deprecated:DeprecationWarning"
+        r"ignore:`torch\.jit\.(script|trace|trace_method|save)` is deprecated:Warning"
     ),
 ]
 
@@ -97,7 +98,7 @@ def io(kind: str, *specs: tuple[str, str, str]) -> str:
 def direct(path: Path, *args: Any) -> Any:
     """The saved model, loaded by torch and called on ``args``."""
     with warnings.catch_warnings():
-        warnings.simplefilter("ignore", DeprecationWarning)
+        warnings.filterwarnings("ignore", r"`torch\.jit\.load` is ")
         module = torch.jit.load(str(path))
     with torch.no_grad():
         return module(*[torch.from_numpy(a) if isinstance(a, np.ndarray) else a for a in args])

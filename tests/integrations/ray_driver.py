@@ -2,7 +2,7 @@
 Serve, and a few commands read from stdin (Ray's own imports warn, which the test
 process's ``filterwarnings = error`` would turn into failures).
 
-Usage: ``ray_driver.py MODEL_REPOSITORY HTTP_PORT REPLICAS``; prints ``ready`` once
+Usage: ``ray_driver.py MODEL_REPOSITORY HTTP_PORT REPLICAS``; prints ``ready HOST:PORT`` once
 Serve answers, then for each line of stdin: ``replicas`` -> the running count, ``names`` -> the replica actors' names,
 ``kill`` -> kills one replica's actor (Ray's controller starts another) and prints
 its name, ``quit`` -> shuts Serve and Ray down and exits.
@@ -38,10 +38,8 @@ def kill_one() -> str:
 def main() -> None:
     repository, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
-    serve.start(http_options={"host": "127.0.0.1", "port": port})
     app = naiad_ray.deployment(repository, num_replicas=count, ray_actor_options={"num_cpus": 0.5})
-    serve.run(app, route_prefix="/")
-    print("ready", flush=True)
+    print("ready", naiad_ray.run(app, port=port), flush=True)
     for line in sys.stdin:
         command = line.strip()
         if command == "replicas":

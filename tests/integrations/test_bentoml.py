@@ -78,3 +78,56 @@ def test_stopping_the_service_closes_its_runner(service):
     assert stubs  # the Python models' stubs, under the worker's runner
     stop(proc)
     assert not any(alive(pid) for pid in workers | stubs)
+
+
+UNLOADS = """
+import bentoml
+import naiad
+from naiad.integrations.bentoml import RunnerService, http_errors
+
+
+@bentoml.service
+class Unloads(RunnerService):
+    runner = naiad.Runner(
+        "unloads",
+        model_repository={repository!r},
+        cli_args=["--model-control-mode=explicit", "--load-model=add_sub"],
+    )
+
+    @bentoml.api
+    @http_errors
+    async def add(self, a: list[float], b: list[float]) -> list[float]:
+        return (await self.runner.add_sub.async_run(a, b))["OUTPUT0"].tolist()
+
+    @bentoml.api
+    async def unload(self) -> str:
+        await self.runner.aio.unload_model("add_sub")
+        return "unloaded"
+"""
+
+
+def test_client_errors_are_answered_without_a_traceback_in_the_log(tmp_path):
+    """A 404 after unload_model, a 400 for a bad input: answers, not server errors."""
+    (tmp_path / "unloads.py").write_text(
+        UNLOADS.format(repository=str(RUNNER_EXAMPLES.parent / "model_repository"))
+    )
+    log = tmp_path / "serve.log"
+    port = free_port()
+    url = f"http://127.0.0.1:{port}"
+    command = [sys.executable, "-m", "bentoml", "serve", "unloads:Unloads",
+               "--host", "127.0.0.1", "--port", str(port)]  # fmt: skip
+    env = dict(os.environ, BENTOML_HOME=str(tmp_path / "home"), BENTOML_DO_NOT_TRACK="true")
+    with serving(command, f"{url}/readyz", log, cwd=tmp_path, env=env):
+        pair = {"a": [1, 2, 3, 4], "b": [1, 1, 1, 1]}
+        assert httpx.post(f"{url}/add", json=pair).json() == [2, 3, 4, 5]
+        bad = httpx.post(f"{url}/add", json={"a": [1, 2, 3], "b": [1, 1, 1, 1]})
+        assert bad.status_code == 400
+        assert "must have shape [4]" in bad.json()["error"]
+        assert httpx.post(f"{url}/unload", json={}).status_code == 200
+        for _ in range(3):
+            gone = httpx.post(f"{url}/add", json=pair)
+            assert gone.status_code == 404, gone.text
+            assert "add_sub" in gone.json()["error"]
+        text = log.read_text()
+    assert "Traceback" not in text, text
+    assert "Exception on /add" not in text, text

@@ -40,14 +40,15 @@ def test_endpoints_call_the_models(app):
     assert [json.loads(line)["value"] for line in lines] == [1, 2, 3, 4]
 
 
-def test_a_bad_input_is_a_400_with_naiads_message(app):
-    url = app[0]
+def test_a_bad_input_is_a_400_with_naiads_message_and_no_traceback(app):
+    url, _, log = app
     answer = httpx.post(f"{url}/add_sub", json={"a": [1, 2, 3], "b": [1, 1, 1, 1]})
     assert answer.status_code == 400
     assert (
         "input 'INPUT0' of model 'add_sub' must have shape [4]; got [3]" in answer.json()["error"]
     )
     assert httpx.post(f"{url}/add_sub", json={"a": [1, 2, 3, 4], "b": [0] * 4}).status_code == 200
+    assert "Traceback" not in log.read_text()  # a client's error is no server error
 
 
 def test_health_metrics_and_the_gradio_ui(app):

@@ -67,7 +67,9 @@ def ray_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
     )  # fmt: skip
     try:
-        assert _read_line(proc, 120) == "ready", (folder / "driver.log").read_text()[-3000:]
+        # naiad_ray.run serves on the port asked for (Ray Serve's own default is 8000)
+        ready = _read_line(proc, 120)
+        assert ready == f"ready 127.0.0.1:{port}", (folder / "driver.log").read_text()[-3000:]
         yield Driver(proc, f"127.0.0.1:{port}")
     finally:
         if proc.poll() is None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import abc
 import asyncio
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
@@ -181,7 +181,9 @@ class Backend(abc.ABC):
         """
         return None
 
-    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+    def check_version(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
         """Raise a NaiadError for a version's model file this backend would refuse to load.
 
         For what a :class:`ModelSignature` cannot say: a TorchScript
@@ -190,6 +192,7 @@ class Backend(abc.ABC):
         the server would load; the backend's load path runs the same function
         on the model it opened anyway, so both refuse a file with the same
         message.  Reading the file is fine here; executing the model is not.
+        ``options`` are the backend's ``--backend-config`` settings, as a load gets them.
         """
 
     @abc.abstractmethod

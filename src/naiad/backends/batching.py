@@ -74,6 +74,16 @@ class BatchPlan:
             name: b.source_input[0] for b in config.batch_output for name in b.target_name
         }
         self._simple = not (self.ragged and self.batching) and not config.batch_input
+        batch = (-1,) if self.batching else ()
+        #: output name -> the shape the model must give it, -1 for any size (its
+        #: reshape when it has one, batch dimension first); batch outputs are flat.
+        self.output_shapes: dict[str, tuple[int, ...]] = {
+            o.name: batch + tuple(o.reshape.shape if o.HasField("reshape") else o.dims)
+            for o in config.output
+            if o.name not in self.scatter
+        }
+        for state in config.sequence_batching.state:
+            self.output_shapes[state.output_name] = batch + tuple(state.dims)
 
     @property
     def target_names(self) -> list[str]:
@@ -96,6 +106,20 @@ class BatchPlan:
             for target in targets:
                 feed[target] = value
         return feed
+
+    def check_shapes(self, outputs: dict[str, np.ndarray]) -> None:
+        """Refuse outputs whose shape is not the configuration's.
+
+        Frameworks that declare no shapes (TorchScript) would otherwise hand
+        clients whatever the model made, under a config that says otherwise.
+        """
+        for name, array in outputs.items():
+            expected = self.output_shapes.get(name)
+            if expected is not None and not _matches(expected, array.shape):
+                raise Internal(
+                    f"configuration expects shape {_dims(expected)} for output '{name}', "
+                    f"model provides {_dims(array.shape)}"
+                )
 
     def split(
         self, outputs: dict[str, np.ndarray], requests: Sequence[InferenceRequest]
@@ -141,6 +165,20 @@ class BatchPlan:
         for i, (shape, n) in enumerate(zip(shapes, counts, strict=True)):
             per_request[i][name] = flat[start : start + n].reshape(shape)
             start += n
+
+
+def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    if len(dims) != len(shape):
+        return False
+    # Lengths checked: zip's strict= would cost a keyword parse per call.
+    for d, s in zip(dims, shape):  # noqa: B905
+        if d != -1 and d != s:
+            return False
+    return True
+
+
+def _dims(shape: Sequence[int]) -> str:
+    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _shapes(requests: Sequence[InferenceRequest], source: str) -> _Shapes:

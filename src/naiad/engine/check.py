@@ -15,6 +15,7 @@ files are opened only to be read.
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,9 +56,13 @@ class CheckReport:
 
 
 def check_repositories(
-    repositories: list[Path], *, disable_auto_complete_config: bool = False
+    repositories: list[Path],
+    *,
+    disable_auto_complete_config: bool = False,
+    backend_config: Mapping[str, Mapping[str, str]] | None = None,
 ) -> CheckReport:
-    """Check every model folder of ``repositories`` as the server would load it."""
+    """Check every model folder of ``repositories`` as the server would load it, with the
+    server's ``--backend-config`` settings (a pickle is refused unless they allow it)."""
     report = CheckReport(repositories=len(repositories))
     for repo in repositories:
         if not repo.is_dir():
@@ -70,7 +75,9 @@ def check_repositories(
             f"({', '.join(str(p.parent) for p in paths)}); the server refuses to load it"
         )
         sources += [ModelSource(name, path, path.parent) for path in paths]
-    checker = _ModelChecker(disable_auto_complete_config, report, found.models)
+    checker = _ModelChecker(
+        disable_auto_complete_config, report, found.models, backend_config or {}
+    )
     for source in sorted(sources, key=lambda s: (s.name, str(s.path))):
         report.models += 1
         checker.check(source)
@@ -83,15 +90,20 @@ class _ModelChecker:
         disable_auto_complete_config: bool,
         report: CheckReport,
         models: dict[str, ModelSource],
+        backend_config: Mapping[str, Mapping[str, str]],
     ) -> None:
         self.report = report
         #: The models the server would find, for the ensembles that call them.
         self.models = models
+        self.backend_config = {name: dict(settings) for name, settings in backend_config.items()}
         backends = BackendRegistry()
-        options = ServerOptions(disable_auto_complete_config=disable_auto_complete_config)
+        options = ServerOptions(
+            disable_auto_complete_config=disable_auto_complete_config,
+            backend_config=self.backend_config,
+        )
         self.loader = ModelLoader(ModelRegistry(), backends, options)
         # Finds the backend and model files when auto-complete itself fails.
-        plain = ServerOptions(disable_auto_complete_config=True)
+        plain = ServerOptions(disable_auto_complete_config=True, backend_config=self.backend_config)
         self.plain_loader = ModelLoader(ModelRegistry(), backends, plain)
 
     def check(self, source: ModelSource) -> None:
@@ -229,7 +241,8 @@ class _ModelChecker:
         """The backend's own checks of a version's model file (``Backend.check_version``)."""
         assert prepared.backend is not None
         try:
-            prepared.backend.check_version(prepared.config, source.path, version)
+            settings = self.backend_config.get(prepared.config.backend, {})
+            prepared.backend.check_version(prepared.config, source.path, version, settings)
         except NaiadError as exc:
             path = prepared.backend.model_file(prepared.config, source.path, version)
             self.report.add(_located(str(path or source.path), exc.message))

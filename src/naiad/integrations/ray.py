@@ -3,11 +3,16 @@ Ray Serve's HTTP proxy, one naiad server per replica, scaled by Ray.
 
 ::
 
-    from ray import serve
     from naiad.integrations import ray as naiad_ray
 
-    serve.run(naiad_ray.deployment("model_repository", num_replicas=2), route_prefix="/")
-    # tritonclient.http.InferenceServerClient("localhost:8000") works unchanged
+    app = naiad_ray.deployment("model_repository", num_replicas=2)
+    url = naiad_ray.run(app, port=8080)  # Ray Serve's HTTP proxy on 127.0.0.1:8080
+    # tritonclient.http.InferenceServerClient(url) works unchanged
+
+The port is the HTTP proxy's, one per Ray Serve instance (8000 unless
+asked): :func:`run` starts Serve with it, as ``serve.start(http_options=...)``
+does; ``serve start --http-port 8080`` does the same on a cluster before
+``serve run``.
 
 Each replica is the ASGI app of :mod:`naiad.asgi` as a Ray Serve ingress:
 the replica's lifespan starts a :class:`naiad.Server` over the repository
@@ -39,7 +44,7 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 from naiad.asgi import NaiadApp, create_app
 
-__all__ = ["NaiadReplica", "deployment"]
+__all__ = ["NaiadReplica", "deployment", "run"]
 
 
 class NaiadReplica:
@@ -88,3 +93,17 @@ def deployment(
     ingress = serve.ingress()(NaiadReplica)
     replicas = serve.deployment(**options)(ingress)
     return replicas.bind(str(model_repository), dict(settings))
+
+
+def run(app: Any, *, port: int = 8000, host: str = "127.0.0.1", route_prefix: str = "/") -> str:
+    """Start Ray Serve's HTTP proxy on ``host:port`` and run ``app`` (a :func:`deployment`)
+    behind it; returns ``"host:port"``, the address tritonclient takes.
+
+    Serve has one proxy per node for all its applications: where Serve
+    already runs (``serve start``), its proxy keeps the port it has, and
+    Ray logs that the new options are ignored.  ``host="0.0.0.0"`` listens
+    on every interface.
+    """
+    serve.start(http_options={"host": host, "port": port})
+    serve.run(app, route_prefix=route_prefix)
+    return f"{host}:{port}"

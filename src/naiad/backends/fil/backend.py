@@ -5,12 +5,18 @@ item) and one output ``output__0`` (FP32), and always batches.  Triton's FIL
 completes nothing of the config from the model file, and neither does
 naiad: the config names both tensors and the model's feature count, which is
 checked against the file at load.
+
+A scikit-learn model is a pickle, and unpickling runs whatever code the file
+holds: such models load only where the operator started the server with
+``--backend-config fil,allow-pickle=true``.  A config cannot turn it on (a
+model's author, or a client of the load API, is not who decides), and the
+other model types are data, not code, and always load.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 import numpy as np
@@ -29,6 +35,10 @@ from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 INPUT = "input__0"
 OUTPUT = "output__0"
+#: The ``--backend-config fil,<key>=true`` that lets scikit-learn pickles load.
+ALLOW_PICKLE = "allow-pickle"
+_YES = frozenset({"true", "yes", "on", "1"})
+_NO = frozenset({"false", "no", "off", "0", ""})
 
 
 class FilBackend(Backend):
@@ -55,8 +65,10 @@ class FilBackend(Backend):
         _check_tensors(where, "input", INPUT, list(config.input))
         _check_tensors(where, "output", OUTPUT, list(config.output))
 
-    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
-        _load(config, model_dir, version)
+    def check_version(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
+        _load(config, model_dir, version, options)
 
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         return FilInstance(ctx, spec)
@@ -90,11 +102,16 @@ def _check_tensors(
         )
 
 
-def _load(config: ModelConfig, model_dir: Path, version: int) -> tuple[Predictor, Answer]:
-    """A version's model, checked against the config (``check_version`` too): its feature
-    count, and an output its scores can become."""
+def _load(
+    config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+) -> tuple[Predictor, Answer]:
+    """A version's model, checked against the config (``check_version`` too): a pickle
+    only where the operator allowed pickles, its feature count, and an output its scores
+    can become."""
     params = read_params(config)
     path = model_path(config, model_dir, version, params.model_type)
+    if params.model_type == "sklearn":
+        _check_pickles_allowed(f"model '{config.name}'", path, options)
     predictor = predictors.load(path, params.model_type, params.nthread, params.cpu_nthread)
     features = config.input[0].dims[0]
     if predictor.num_features != features:
@@ -104,6 +121,22 @@ def _load(config: ModelConfig, model_dir: Path, version: int) -> tuple[Predictor
         )
     dims = list(config.output[0].dims)
     return predictor, answer_for(params, predictor.width, dims, f"model '{config.name}'")
+
+
+def _check_pickles_allowed(where: str, path: Path, options: Mapping[str, str]) -> None:
+    value = options.get(ALLOW_PICKLE, "").strip().lower()
+    if value not in _YES | _NO:
+        raise InvalidArgument(
+            f"--backend-config fil,{ALLOW_PICKLE}={options[ALLOW_PICKLE]}: expected true or false"
+        )
+    if value in _NO:
+        raise Unsupported(
+            f"{where}: '{path.name}' is a pickle (model_type 'sklearn'), and loading a pickle "
+            "runs any code it holds; naiad loads pickles only when the server is started with "
+            f"--backend-config fil,{ALLOW_PICKLE}=true (for model files you trust), or save the "
+            "estimator as a treelite checkpoint (treelite.sklearn.import_model(estimator)"
+            ".serialize('checkpoint.tl'), model_type 'treelite_checkpoint')"
+        )
 
 
 class FilInstance(ModelInstance):
@@ -119,7 +152,7 @@ class FilInstance(ModelInstance):
                 f"{where}: instance '{spec.name}' is KIND_GPU, but naiad's fil backend runs "
                 "tree models on the CPU only; use KIND_CPU (or KIND_AUTO)"
             )
-        self.predictor, self.answer = _load(config, ctx.model_dir, ctx.version)
+        self.predictor, self.answer = _load(config, ctx.model_dir, ctx.version, ctx.options)
         self.plan = BatchPlan(config)
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 import threading
 import weakref
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -65,7 +66,9 @@ class OpenVinoBackend(Backend):
         path = model_path(model_dir, version, config.default_model_filename)
         return shape_model(ov.Core(), path, config, read_settings(config)).signature
 
-    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+    def check_version(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
         """What a load refuses before compiling: the extension, the device, a fixed batch."""
         open_version(config, model_dir, version)
 

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import re
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -93,7 +94,9 @@ class PythonBackend(Backend):
                 f"NAIAD_EXECUTION_MODE of model '{config.name}' must be one of {', '.join(MODES)}"
             )
 
-    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+    def check_version(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
         """A ``model.py`` Python cannot parse fails its import at load; compiling it tells
         the same, in the words the import's error would have, and runs nothing."""
         if _parameter(config, "EXECUTION_ENV_PATH"):

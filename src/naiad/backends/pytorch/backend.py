@@ -11,6 +11,7 @@ from __future__ import annotations
 import logging
 import threading
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -78,7 +79,9 @@ class PyTorchBackend(Backend):
     def validate(self, config: ModelConfig, model_dir: Path) -> None:
         validate_config(config)
 
-    def check_version(self, config: ModelConfig, model_dir: Path, version: int) -> None:
+    def check_version(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
         """The file loads as TorchScript and the config's names bind to its ``forward()``."""
         path = model_dir / str(version) / config.default_model_filename
         module = _load(config.name, path, torch.device("cpu"), parse_options(config))
@@ -161,11 +164,16 @@ def _load(name: str, path: Path, location: Any, options: TorchOptions) -> Any:
 
 
 class _QuietLoad:
-    """Silences torch's "torch.jit.load is deprecated" warning (torch 2.11+) during a load.
+    """Silences torch's "`torch.jit.load` is deprecated" warning during a load.
 
     Serving TorchScript is this backend's purpose, and the warning would make
-    every load fail where warnings are errors.  ``warnings.catch_warnings``
-    swaps process-wide state, so loads take turns through it.
+    every load fail where warnings are errors.  torch has raised it as a
+    DeprecationWarning (2.11 to 2.13), then a FutureWarning (2.14 on), and
+    words it differently on Python 3.14, so the filter matches torch.jit's
+    own warning about ``torch.jit.load`` by its opening words and module,
+    whatever its category; any other warning still surfaces.
+    ``warnings.catch_warnings`` swaps process-wide state, so loads take turns
+    through it.
     """
 
     def __init__(self) -> None:
@@ -176,7 +184,7 @@ class _QuietLoad:
         self._lock.acquire()
         self._caught = warnings.catch_warnings()
         self._caught.__enter__()
-        warnings.filterwarnings("ignore", r"`torch\.jit\.load`", DeprecationWarning)
+        warnings.filterwarnings("ignore", r"`torch\.jit\.load` is ", Warning, r"torch\.jit\b")
 
     def __exit__(self, *exc: object) -> None:
         self._caught.__exit__(*exc)

@@ -128,6 +128,7 @@ class PyTorchInstance(ModelInstance):
                 torch.cuda.empty_cache()
         t2 = time.monotonic_ns()
         arrays = {name: self._output(result, name, sel, dt) for name, sel, dt in self.outputs}
+        self.plan.check_shapes(arrays)
         responses = []
         for produced in self.plan.split(arrays, requests):
             responses.append(
