@@ -21,6 +21,7 @@ from naiad.config import ModelConfig
 from naiad.config.model_config_pb2 import BatchInput, DataType
 from naiad.core.errors import Internal
 from naiad.core.types import InferenceRequest
+from naiad.core.validation import dims_text, shape_matches
 
 _Shapes = list[tuple[int, ...]]
 
@@ -115,10 +116,10 @@ class BatchPlan:
         """
         for name, array in outputs.items():
             expected = self.output_shapes.get(name)
-            if expected is not None and not _matches(expected, array.shape):
+            if expected is not None and not shape_matches(expected, array.shape):
                 raise Internal(
-                    f"configuration expects shape {_dims(expected)} for output '{name}', "
-                    f"model provides {_dims(array.shape)}"
+                    f"configuration expects shape {dims_text(expected)} for output '{name}', "
+                    f"model provides {dims_text(array.shape)}"
                 )
 
     def split(
@@ -165,20 +166,6 @@ class BatchPlan:
         for i, (shape, n) in enumerate(zip(shapes, counts, strict=True)):
             per_request[i][name] = flat[start : start + n].reshape(shape)
             start += n
-
-
-def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
-    if len(dims) != len(shape):
-        return False
-    # Lengths checked: zip's strict= would cost a keyword parse per call.
-    for d, s in zip(dims, shape):  # noqa: B905
-        if d != -1 and d != s:
-            return False
-    return True
-
-
-def _dims(shape: Sequence[int]) -> str:
-    return "[" + ",".join(str(d) for d in shape) + "]"
 
 
 def _shapes(requests: Sequence[InferenceRequest], source: str) -> _Shapes:

@@ -7,7 +7,7 @@ compare them.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -34,11 +34,13 @@ def _prefix(request: InferenceRequest) -> str:
     return f"[request id: {request.id or '<id_unknown>'}] "
 
 
-def _dims_str(dims: tuple[int, ...] | list[int]) -> str:
+def dims_text(dims: Sequence[int]) -> str:
+    """Dims as Triton's messages write them: ``[-1,3]``."""
     return "[" + ",".join(str(d) for d in dims) + "]"
 
 
-def _matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+def shape_matches(dims: tuple[int, ...], shape: tuple[int, ...]) -> bool:
+    """Whether ``shape`` is one of ``dims`` (-1: any size), inputs and outputs alike."""
     if len(dims) != len(shape):
         return False
     # Lengths checked: zip's strict= would cost a keyword parse per call.
@@ -84,7 +86,7 @@ def validate_request(
             if d < 0:
                 raise InvalidArgument(
                     f"{_prefix(request)}inference input '{tensor.name}' for model "
-                    f"'{model_name}' has invalid shape {_dims_str(shape)}: "
+                    f"'{model_name}' has invalid shape {dims_text(shape)}: "
                     "dimensions must be non-negative"
                 )
         if batching:
@@ -100,16 +102,16 @@ def validate_request(
                     f"{_prefix(request)}input '{tensor.name}' batch size does not match "
                     f"other inputs for '{model_name}'"
                 )
-            if shape[1:] != spec.dims and not _matches(spec.dims, shape[1:]):
+            if shape[1:] != spec.dims and not shape_matches(spec.dims, shape[1:]):
                 raise InvalidArgument(
                     f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
-                    f"'{model_name}'. Expected {_dims_str((-1,) + spec.dims)}, got "
-                    f"{_dims_str(shape)}. {_BATCH_NOTE}"
+                    f"'{model_name}'. Expected {dims_text((-1,) + spec.dims)}, got "
+                    f"{dims_text(shape)}. {_BATCH_NOTE}"
                 )
-        elif shape != spec.dims and not _matches(spec.dims, shape):
+        elif shape != spec.dims and not shape_matches(spec.dims, shape):
             raise InvalidArgument(
                 f"{_prefix(request)}unexpected shape for input '{tensor.name}' for model "
-                f"'{model_name}'. Expected {_dims_str(spec.dims)}, got {_dims_str(shape)}"
+                f"'{model_name}'. Expected {dims_text(spec.dims)}, got {dims_text(shape)}"
             )
         _to_numpy(request, tensor, spec, shape, model_name, read_shm)
     if len(seen) != len(signature.required) or not signature.required <= seen:
