@@ -318,9 +318,12 @@ def test_the_readme_command_leaves_the_examples_alone(
     assert main([*command, "--force"]) == 0
     assert snapshot(EXAMPLES) == before
     written = tmp_path / "optimized" / "add_sub"
+    # The model's golden cases (naiad test) travel with it, to check the copy too.
     assert sorted(str(p.relative_to(written)) for p in written.rglob("*")) == [
         "1", "1/model.onnx", "config.pbtxt",
+        "tests", "tests/add_and_subtract.json", "tests/wrong_shape.json",
     ]  # fmt: skip
+    assert main(["test", str(tmp_path / "optimized")]) == 0
     server = serve(tmp_path / "optimized", http=True)  # type: ignore[operator]
     client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
     try:

@@ -37,17 +37,18 @@ except ImportError as exc:  # pragma: no cover - depends on the environment
 
 import functools
 import inspect
+import logging
 from collections.abc import Callable
-from http import HTTPStatus
 from typing import Any, TypeVar
 
-from bentoml.exceptions import BentoMLException
+from starlette.responses import JSONResponse
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http.errors import status_of
 from naiad.runner import Runner
 
 F = TypeVar("F", bound=Callable[..., Any])
+log = logging.getLogger("naiad.integrations.bentoml")
 
 
 class RunnerService:
@@ -84,11 +85,15 @@ async def _answers(check: object) -> bool:
 
 
 def http_errors(api: F) -> F:
-    """Raise a NaiadError of this API as the BentoML error of the same HTTP status
-    (BentoML answers any other exception with a bare 500); goes under ``@bentoml.api``."""
+    """Answer a NaiadError of this API with its HTTP status and naiad's message, as
+    ``{"error": message}`` (BentoML answers any other exception with a bare 500); goes
+    under ``@bentoml.api``.
 
-    def translated(exc: NaiadError) -> BentoMLException:
-        return BentoMLException(exc.message, error_code=HTTPStatus(status_of(exc)))
+    The error is answered, not raised: BentoML logs every exception an API raises with
+    its traceback, and a 404 for an unloaded model or a 400 for a wrong shape is the
+    client's mistake, not the server's.  Those get one debug line; a server error one
+    error line.
+    """
 
     if inspect.iscoroutinefunction(api):
 
@@ -97,7 +102,7 @@ def http_errors(api: F) -> F:
             try:
                 return await api(*args, **kwargs)
             except NaiadError as exc:
-                raise translated(exc) from exc
+                return _answer(api, exc)
 
         return answer_async  # type: ignore[return-value]
 
@@ -106,6 +111,15 @@ def http_errors(api: F) -> F:
         try:
             return api(*args, **kwargs)
         except NaiadError as exc:
-            raise translated(exc) from exc
+            return _answer(api, exc)
 
     return answer  # type: ignore[return-value]
+
+
+def _answer(api: Callable[..., Any], exc: NaiadError) -> JSONResponse:
+    status = status_of(exc)
+    if status >= 500:
+        log.error("%s: %s", api.__name__, exc.message)
+    else:
+        log.debug("%s: %s (%d)", api.__name__, exc.message, status)
+    return JSONResponse({"error": exc.message}, status_code=status)
