@@ -1,5 +1,5 @@
-"""Dispatch: route (the v2 API, else the dashboard), check the method and
-restricted-API header, call the endpoint.
+"""Dispatch: refuse what a web page must not do (``browsers``), route (the v2 API,
+else the dashboard), check the method and restricted-API header, call the endpoint.
 
 The only place where errors turn into HTTP responses for synchronous
 endpoints (asynchronous ones are caught by the connection the same way).
@@ -14,6 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http import generate, handlers, routes
+from naiad.frontends.http.browsers import BrowserGuard
 from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
@@ -80,6 +81,7 @@ class HttpApp:
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
         self.dp = dataplane
         self.restricted = parse_restricted(options.http_restricted_api)
+        self.browsers = BrowserGuard(options.http_cors_allow_origins, options.http_address)
         pattern = options.http_header_forward_pattern
         forward = re.compile(str(pattern), re.IGNORECASE) if pattern else None
         self.infer = InferEndpoint(dataplane, options.http_max_input_size, forward)
@@ -99,6 +101,9 @@ class HttpApp:
     def handle(self, req: Request) -> Result:
         if req.error is not None:
             return error_response(*req.error)
+        refused = self.browsers.refuse(req)
+        if refused is not None:
+            return refused
         found = routes.match(req.path)
         if found is None:
             return self._dashboard(req)
