@@ -393,14 +393,24 @@ def test_restricted_unload_needs_the_header(restricted: Served, browser: WebDriv
         assert FORBIDDEN in find(browser, "#banner").text
         assert triton.is_model_ready("add_sub")
         assert_no_console_errors(browser, expected=["status of 403"])
+        # the Server page hides the host's details from a browser without the header
+        browser.find_element(By.CSS_SELECTOR, 'a[data-nav="server"]').click()
+        hidden = "hidden: needs the admin-key header (Access settings)"
+        wait(browser, lambda d: d.find_element(By.ID, "server-repositories").text == hidden)
+        assert find(browser, "#server-process").text == hidden
+        assert str(EXAMPLES) not in browser.page_source
 
-        browser.find_element(By.CSS_SELECTOR, "#banner a[href='#/settings']").click()
+        browser.find_element(By.CSS_SELECTOR, "#server-process a[href='#/settings']").click()
         type_into(find(browser, "#header-name-0"), "admin-key")
         type_into(find(browser, "#header-value-0"), "secret")
         find(browser, "#access-save").click()
         wait(browser, lambda d: "admin-key" in d.find_element(By.ID, "access-status").text)
         assert "admin-key" in find(browser, "#access-needs").text
         screenshot(browser, "settings.png")
+        # with the header the Server page shows where the repository lives and the pid
+        browser.find_element(By.CSS_SELECTOR, 'a[data-nav="server"]').click()
+        wait(browser, lambda d: str(EXAMPLES) in d.find_element(By.ID, "server-repositories").text)
+        assert find(browser, "#server-process").text == f"pid {restricted.pid}"
 
         browser.find_element(By.CSS_SELECTOR, 'a[data-nav="models"]').click()
         wait(browser, lambda d: state_of(d, "string_upper") == "READY")

@@ -18,6 +18,7 @@ from naiad.frontends.http.browsers import BrowserGuard
 from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
+from naiad.frontends.http.restricted import Rule, permits, refusal_message
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -57,11 +58,11 @@ ENDPOINTS: dict[str, tuple[tuple[str, ...], str]] = {
 CATEGORIES = frozenset(c for _, c in ENDPOINTS.values())
 
 
-def parse_restricted(specs: Any) -> dict[str, tuple[str, str]]:
+def parse_restricted(specs: Any) -> dict[str, Rule]:
     """``category[,category...]:header=value`` strings -> {category: (header, value)}."""
     if isinstance(specs, str):
         specs = [specs]
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, Rule] = {}
     for spec in specs or ():
         cats, sep, rule = str(spec).partition(":")
         header, eq, value = rule.partition("=")
@@ -131,8 +132,9 @@ class HttpApp:
             return error_response(405, "Method Not Allowed")
         if self.restricted and category is not None:
             rule = self.restricted.get(category)
-            if rule is not None and req.headers.get(rule[0]) != rule[1]:
-                return error_response(403, f"This API is restricted, expecting header '{rule[0]}'")
+            if not permits(rule, req.headers):
+                assert rule is not None
+                return error_response(403, refusal_message(rule))
         try:
             return func(req, *args)
         except NaiadError as exc:
