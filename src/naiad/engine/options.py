@@ -248,8 +248,8 @@ class ServerOptions:
     #: --http-cors-allow-origins: web origins whose pages may send commands (docs/security.md)
     http_cors_allow_origins: tuple[str, ...] = option(
         (), "--http-cors-allow-origins", OPERATIONS,
-        "web origins (scheme://host[:port], or *) whose pages may POST to the HTTP port "
-        "besides its own; repeatable, or comma-separated (naiad)",
+        "web origins (scheme://host[:port], or *) whose pages may use the HTTP port "
+        "besides its own (CORS); repeatable, or comma-separated (naiad)",
         metavar="ORIGIN",
     )  # fmt: skip
     #: --http-header-forward-pattern: matching headers become request parameters

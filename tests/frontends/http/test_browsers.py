@@ -222,3 +222,53 @@ async def test_the_same_rules_under_asgi(case_repo: Path) -> None:
         assert (await client.post(LOAD, content=b"{}", headers=own)).status_code == 200
         assert (await client.post(UNLOAD, content=b"{}")).status_code == 200  # no Origin
         assert json.loads((await client.post(INDEX, content=b"{}")).content)
+
+
+def test_preflight_and_cors_headers_for_allowed_origins(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    server = serve(case_repo, http=True, model_control_mode="explicit",
+                   http_cors_allow_origins=("https://ui.example",))  # fmt: skip
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    asks = {
+        "Origin": "https://ui.example",
+        "Access-Control-Request-Method": "POST",
+        "Access-Control-Request-Headers": "content-type,admin-key",
+    }
+    try:
+        status, headers, data = request(conn, "OPTIONS", LOAD, None, asks)
+        assert (status, data) == (200, b"")
+        assert headers["access-control-allow-origin"] == "https://ui.example"
+        assert headers["access-control-allow-methods"] == "GET, POST"
+        assert headers["access-control-allow-headers"] == "content-type,admin-key"
+        assert headers["access-control-max-age"] == "600"
+        assert headers["vary"] == "Origin"
+        # Any other OPTIONS is Triton's 405, which grants nothing.
+        for other in ({**asks, "Origin": "https://evil.example"}, {}):
+            status, headers, data = request(conn, "OPTIONS", LOAD, None, other)
+            assert (status, error_of(data)) == (405, "Method Not Allowed")
+            assert "access-control-allow-origin" not in headers
+        not_preflight = {"Origin": "https://ui.example"}
+        assert request(conn, "OPTIONS", LOAD, None, not_preflight)[0] == 405
+        # The answers to the allowed page carry the headers, errors and binary ones too.
+        ui = {"Origin": "https://ui.example", **JSON_TYPE}
+        status, headers, _ = request(conn, "POST", LOAD, b"{}", ui)
+        assert status == 200
+        assert headers["access-control-allow-origin"] == "https://ui.example"
+        nope = "/v2/repository/models/nope/load"
+        status, headers, data = request(conn, "POST", nope, b"{}", ui)
+        assert (status, data) == request(conn, "POST", nope, b"{}")[::2]  # the plain answer
+        assert status == 500 and headers["access-control-allow-origin"] == "https://ui.example"
+        x = np.arange(16, dtype=np.float32).reshape(1, 16)
+        body, extra = infer_body([("INPUT0", "FP32", [1, 16], x)], binary=True)
+        binary = {**ui, **extra, "Content-Type": "application/octet-stream"}
+        path = "/v2/models/identity_fp32/infer"
+        status, headers, _ = request(conn, "POST", path, body, binary)
+        assert status == 200
+        assert headers["access-control-expose-headers"] == "Inference-Header-Content-Length"
+        assert headers["access-control-allow-origin"] == "https://ui.example"
+        # Nothing for the server's own pages, other origins or plain clients.
+        own = {"Origin": f"http://127.0.0.1:{server.http_port}", **JSON_TYPE}
+        for headers_sent in (own, {}):
+            _, headers, _ = request(conn, "POST", INDEX, b"{}", headers_sent)
+            assert "access-control-allow-origin" not in headers
+    finally:
+        conn.close()

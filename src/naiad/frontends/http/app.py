@@ -102,9 +102,19 @@ class HttpApp:
     def handle(self, req: Request) -> Result:
         if req.error is not None:
             return error_response(*req.error)
-        refused = self.browsers.refuse(req)
-        if refused is not None:
-            return refused
+        result = self.browsers.refuse(req)
+        if result is None:
+            if req.method == "OPTIONS":
+                preflight = self.browsers.preflight(req)
+                if preflight is not None:
+                    return preflight
+            result = self._route(req)
+        if "origin" not in req.headers:
+            return result
+        cors = self.browsers.cors_headers(req)
+        return result if cors is None else _with_headers(result, cors)
+
+    def _route(self, req: Request) -> Result:
         found = routes.match(req.path)
         if found is None:
             return self._dashboard(req)
@@ -142,6 +152,25 @@ class HttpApp:
         except Exception as exc:  # a bug must still answer the client
             log.exception("error handling %s %s", req.method, req.path)
             return error_response(500, f"{type(exc).__name__}: {exc}")
+
+
+def _with_headers(result: Result, headers: list[bytes]) -> Result:
+    """``result`` with ``headers`` added (an allowed origin's CORS headers); a streamed
+    answer has sent its own head and goes without them."""
+    if isinstance(result, Response):
+        result.headers = [*(result.headers or ()), *headers]
+        return result
+
+    async def later() -> Response | None:
+        try:
+            response = await result
+        except NaiadError as exc:  # as the connection would answer it, with the headers
+            response = naiad_error_response(exc)
+        if response is not None:
+            response.headers = [*(response.headers or ()), *headers]
+        return response
+
+    return later()
 
 
 def _bind(func: Callable[..., Result], dp: DataPlane) -> Callable[..., Result]:

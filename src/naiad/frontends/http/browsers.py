@@ -19,12 +19,14 @@ rebinding points the page's own name at the server.  A load request with a
 
 Only requests with a browser's headers (``Origin``, ``Sec-Fetch-Site``) are
 checked: tritonclient, perf_analyzer, curl and KServe clients send neither
-and see Triton's behaviour unchanged.
+and see Triton's behaviour unchanged.  The pages of the origins
+``--http-cors-allow-origins`` allows get CORS answers (preflight and headers).
 """
 
 from __future__ import annotations
 
 import ipaddress
+import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
@@ -38,6 +40,10 @@ SIMPLE_TYPES = frozenset({"text/plain", "application/x-www-form-urlencoded", "mu
 #: Sec-Fetch-Site values of a request that a page of this server (or the user) made.
 OWN_SITES = frozenset({"same-origin", "none"})
 _DEFAULT_PORTS = {"http": 80, "https": 443, "ws": 80, "wss": 443}
+#: how long a browser may reuse a preflight's answer (seconds)
+PREFLIGHT_MAX_AGE_S = 600
+#: a header-name list as Access-Control-Request-Headers carries it
+_TOKENS = re.compile(r"[!#$%&'*+.^_`|~0-9A-Za-z-]+(?:\s*,\s*[!#$%&'*+.^_`|~0-9A-Za-z-]+)*")
 
 #: (host, port) of an origin or a Host header, the host lower-case and unbracketed.
 Place = tuple[str, int | None]
@@ -171,6 +177,35 @@ class BrowserGuard:
                 "(or application/octet-stream for binary tensors)",
             )
         return None
+
+    def preflight(self, req: Request) -> Response | None:
+        """The answer to a CORS preflight (``OPTIONS``) from an allowed origin; None for
+        any other ``OPTIONS``, which gets Triton's 405 and so no permission."""
+        origin = req.headers.get("origin")
+        if origin is None or "access-control-request-method" not in req.headers:
+            return None
+        lines = self.cors_headers(req)
+        if lines is None:
+            return None
+        lines.append(b"Access-Control-Allow-Methods: GET, POST\r\n")
+        asked = req.headers.get("access-control-request-headers", "")
+        if asked and _TOKENS.fullmatch(asked):
+            lines.append(b"Access-Control-Allow-Headers: %s\r\n" % asked.encode("latin-1"))
+        lines.append(b"Access-Control-Max-Age: %d\r\n" % PREFLIGHT_MAX_AGE_S)
+        return Response(200, [], b"text/plain", lines)
+
+    def cors_headers(self, req: Request) -> list[bytes] | None:
+        """The CORS headers of an answer to an allowed origin's page (None: none to add;
+        the server's own pages need none)."""
+        origin = req.headers.get("origin")
+        if origin is None or not (self.any_origin or _canonical(origin) in self.origins):
+            return None
+        return [
+            b"Access-Control-Allow-Origin: %s\r\n" % origin.encode("latin-1"),
+            # a binary response is split by this header, which a page may not read otherwise
+            b"Access-Control-Expose-Headers: Inference-Header-Content-Length\r\n",
+            b"Vary: Origin\r\n",
+        ]
 
     def _host_allowed(self, req: Request) -> bool:
         if not (self.bound_loopback if req.address is None else is_loopback(req.address)):
