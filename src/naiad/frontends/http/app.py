@@ -102,8 +102,11 @@ class HttpApp:
     def handle(self, req: Request) -> Result:
         if req.error is not None:
             return error_response(*req.error)
-        result = self.browsers.refuse(req)
-        if result is None:
+        refused = self.browsers.refuse(req)
+        result: Result
+        if refused is not None:
+            result = refused
+        else:
             if req.method == "OPTIONS":
                 preflight = self.browsers.preflight(req)
                 if preflight is not None:
