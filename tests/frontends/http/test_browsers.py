@@ -272,3 +272,24 @@ def test_preflight_and_cors_headers_for_allowed_origins(case_repo: Path, serve) 
             assert "access-control-allow-origin" not in headers
     finally:
         conn.close()
+
+
+def test_any_origin(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    """``*``: every origin and Host name, still JSON only; CORS answers name the origin."""
+    server = serve(case_repo, http=True, http_cors_allow_origins=("*",))
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    try:
+        port = server.http_port
+        for sent in (
+            {"Origin": "https://evil.example"},
+            {"Origin": f"http://rebound.example:{port}", "Host": f"rebound.example:{port}"},
+            {"Sec-Fetch-Site": "cross-site"},
+        ):
+            status, headers, _ = request(conn, "POST", INDEX, b"{}", {**sent, **JSON_TYPE})
+            assert status == 200, sent
+            expected = sent.get("Origin")
+            assert headers.get("access-control-allow-origin") == expected
+        headers = {"Origin": "https://evil.example", "Content-Type": "text/plain"}
+        assert request(conn, "POST", INDEX, b"{}", headers)[0] == 415
+    finally:
+        conn.close()

@@ -198,8 +198,10 @@ class BrowserGuard:
         """The CORS headers of an answer to an allowed origin's page (None: none to add;
         the server's own pages need none)."""
         origin = req.headers.get("origin")
-        if origin is None or not (self.any_origin or _canonical(origin) in self.origins):
-            return None
+        canonical = None if origin is None else _canonical(origin)
+        if canonical is None or not (self.any_origin or canonical in self.origins):
+            return None  # echoed below only once it parses as an origin
+        assert origin is not None
         return [
             b"Access-Control-Allow-Origin: %s\r\n" % origin.encode("latin-1"),
             # a binary response is split by this header, which a page may not read otherwise
