@@ -200,7 +200,9 @@ def test_an_invalid_allowed_origin_stops_the_start(case_repo: Path, serve) -> No
 
 
 async def test_the_same_rules_under_asgi(case_repo: Path) -> None:
-    app = naiad.asgi.create_app(case_repo, model_control_mode="explicit")
+    app = naiad.asgi.create_app(
+        case_repo, model_control_mode="explicit", http_cors_allow_origins=("https://ui.example",)
+    )
     # httpx reports the URL's host and port as the ASGI scope's server: a loopback one here
     transport = httpx.ASGITransport(app=app)
     async with (
@@ -222,6 +224,17 @@ async def test_the_same_rules_under_asgi(case_repo: Path) -> None:
         assert (await client.post(LOAD, content=b"{}", headers=own)).status_code == 200
         assert (await client.post(UNLOAD, content=b"{}")).status_code == 200  # no Origin
         assert json.loads((await client.post(INDEX, content=b"{}")).content)
+        # an allowed origin: a preflight, and CORS headers on a streamed answer too
+        ui = {"Origin": "https://ui.example", "Access-Control-Request-Method": "POST"}
+        answer = await client.options(LOAD, headers=ui)
+        assert answer.status_code == 200
+        assert answer.headers["access-control-allow-origin"] == "https://ui.example"
+        path = "/v2/models/identity_fp32/generate_stream"
+        ui = {"Origin": "https://ui.example"}
+        assert (await client.post(LOAD, content=b"{}")).status_code == 200
+        answer = await client.post(path, json={"INPUT0": list(range(16))}, headers=ui)
+        assert answer.status_code == 200 and answer.text.startswith("data: {")
+        assert answer.headers["access-control-allow-origin"] == "https://ui.example"
 
 
 def test_preflight_and_cors_headers_for_allowed_origins(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
@@ -264,6 +277,13 @@ def test_preflight_and_cors_headers_for_allowed_origins(case_repo: Path, serve) 
         status, headers, _ = request(conn, "POST", path, body, binary)
         assert status == 200
         assert headers["access-control-expose-headers"] == "Inference-Header-Content-Length"
+        assert headers["access-control-allow-origin"] == "https://ui.example"
+        # A stream's head carries them too.
+        path = "/v2/models/identity_fp32/generate_stream"
+        body = json.dumps({"INPUT0": list(range(16))}).encode()
+        status, headers, data = request(conn, "POST", path, body, ui)
+        assert status == 200 and data.startswith(b"data: {")
+        assert headers["content-type"] == "text/event-stream; charset=utf-8"
         assert headers["access-control-allow-origin"] == "https://ui.example"
         # Nothing for the server's own pages, other origins or plain clients.
         own = {"Origin": f"http://127.0.0.1:{server.http_port}", **JSON_TYPE}

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http import generate, handlers, routes
-from naiad.frontends.http.browsers import BrowserGuard
+from naiad.frontends.http.browsers import BrowserGuard, HeaderStream
 from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
@@ -103,6 +103,9 @@ class HttpApp:
         if req.error is not None:
             return error_response(*req.error)
         refused = self.browsers.refuse(req)
+        if "origin" not in req.headers:  # every client but a browser
+            return refused if refused is not None else self._route(req)
+        cors = self.browsers.cors_headers(req)  # for an allowed origin's page only
         result: Result
         if refused is not None:
             result = refused
@@ -111,10 +114,9 @@ class HttpApp:
                 preflight = self.browsers.preflight(req)
                 if preflight is not None:
                     return preflight
+            if cors is not None:  # a streamed answer writes its own head
+                req.conn = HeaderStream(req.conn, cors)
             result = self._route(req)
-        if "origin" not in req.headers:
-            return result
-        cors = self.browsers.cors_headers(req)
         return result if cors is None else _with_headers(result, cors)
 
     def _route(self, req: Request) -> Result:
@@ -159,7 +161,7 @@ class HttpApp:
 
 def _with_headers(result: Result, headers: list[bytes]) -> Result:
     """``result`` with ``headers`` added (an allowed origin's CORS headers); a streamed
-    answer has sent its own head and goes without them."""
+    answer (None) got them through its :class:`HeaderStream`."""
     if isinstance(result, Response):
         result.headers = [*(result.headers or ()), *headers]
         return result

@@ -31,7 +31,7 @@ from collections.abc import Iterable
 from urllib.parse import urlsplit
 
 from naiad.engine.options import flag_of
-from naiad.frontends.http.message import Request, Response, error_response
+from naiad.frontends.http.message import Request, Response, Stream, error_response
 
 #: Methods a page may send anywhere, that change nothing here.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})
@@ -243,3 +243,34 @@ class BrowserGuard:
             if (host, port if port is not None else default) == mine:
                 return True
         return False
+
+
+class HeaderStream:
+    """A :class:`~naiad.frontends.http.message.Stream` that adds ``headers`` to the head
+    a streaming handler (``generate_stream``) writes: an allowed origin's CORS headers."""
+
+    __slots__ = ("inner", "headers")
+
+    def __init__(self, inner: Stream, headers: list[bytes]) -> None:
+        self.inner = inner
+        self.headers = headers
+
+    @property
+    def closed(self) -> bool:
+        return self.inner.closed
+
+    @closed.setter
+    def closed(self, value: bool) -> None:
+        self.inner.closed = value
+
+    def start_stream(self, status: int, headers: list[bytes]) -> None:
+        self.inner.start_stream(status, [*headers, *self.headers])
+
+    def write_chunk(self, data: bytes) -> None:
+        self.inner.write_chunk(data)
+
+    def end_stream(self) -> None:
+        self.inner.end_stream()
+
+    async def drain(self) -> None:
+        await self.inner.drain()
