@@ -103,7 +103,7 @@ class HttpApp:
         if req.error is not None:
             return error_response(*req.error)
         refused = self.browsers.refuse(req)
-        if "origin" not in req.headers:  # every client but a browser
+        if "origin" not in req.headers:  # tritonclient, curl; a browser's same-origin GETs
             return refused if refused is not None else self._route(req)
         cors = self.browsers.cors_headers(req)  # for an allowed origin's page only
         result: Result
