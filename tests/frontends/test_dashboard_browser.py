@@ -258,6 +258,77 @@ def test_text_model_and_streamed_responses(server: Served, browser: WebDriver) -
     assert_no_console_errors(browser)
 
 
+NON_FINITE_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        out = []
+        for request in requests:
+            x = pb_utils.get_input_tensor_by_name(request, "X").as_numpy()
+            with np.errstate(divide="ignore", invalid="ignore"):
+                y = x / np.array([0, 0, 0, 1], np.float32)
+            out.append(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y)]))
+        return out
+"""
+
+NON_FINITE_STREAM = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            for x in pb_utils.get_input_tensor_by_name(request, "X").as_numpy():
+                with np.errstate(divide="ignore", invalid="ignore"):
+                    y = np.array([x], np.float32) / np.float32(0)
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("Y", y)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
+
+def test_non_finite_outputs_are_shown(tmp_path: Path, browser: WebDriver) -> None:
+    """The server writes NaN and infinities as Triton does (bare NaN, Infinity), which
+    JSON.parse refuses: the page reads and shows them, in a response and a stream."""
+    repo = tmp_path / "models"
+    for name, code, extra, dims in (
+        ("non_finite", NON_FINITE_MODEL, "", "4"),
+        (
+            "non_finite_stream",
+            NON_FINITE_STREAM,
+            "model_transaction_policy { decoupled: true }",
+            "-1",
+        ),
+    ):
+        (repo / name / "1").mkdir(parents=True)
+        (repo / name / "1" / "model.py").write_text(code)
+        (repo / name / "config.pbtxt").write_text(
+            f'backend: "python"\nmax_batch_size: 0\n{extra}\n'
+            f'input [ {{ name: "X" data_type: TYPE_FP32 dims: [ {dims} ] }} ]\n'
+            f'output [ {{ name: "Y" data_type: TYPE_FP32 dims: [ {dims} ] }} ]\n'
+        )
+    with naiad_serve(repo) as served:
+        browser.get(url(served, "#/models/non_finite"))
+        type_into(find(browser, "#input-X"), "[1, -1, 0, 3]")
+        status = run_model(browser)
+        assert status.get_attribute("data-outcome") == "ok", status.text
+        assert cells(browser, "Y") == ["Infinity", "-Infinity", "NaN", "3"]
+
+        browser.get(url(served, "#/models/non_finite_stream"))
+        type_into(find(browser, "#input-X"), "[0, 1, -1]")
+        status = run_model(browser)
+        assert status.get_attribute("data-outcome") == "ok", status.text
+        rows = browser.find_elements(By.CSS_SELECTOR, "#stream-table tbody tr")
+        shown = [r.find_element(By.CSS_SELECTOR, "code").text for r in rows]
+        assert shown == ['{"Y":[NaN]}', '{"Y":[Infinity]}', '{"Y":[-Infinity]}']
+        assert_no_console_errors(browser)
+
+
 def test_server_page_shows_live_throughput(server: Served, browser: WebDriver) -> None:
     browser.get(url(server))
     assert find(browser, "#server-version").text.startswith("naiad ")
@@ -322,14 +393,24 @@ def test_restricted_unload_needs_the_header(restricted: Served, browser: WebDriv
         assert FORBIDDEN in find(browser, "#banner").text
         assert triton.is_model_ready("add_sub")
         assert_no_console_errors(browser, expected=["status of 403"])
+        # the Server page hides the host's details from a browser without the header
+        browser.find_element(By.CSS_SELECTOR, 'a[data-nav="server"]').click()
+        hidden = "hidden: needs the admin-key header (Access settings)"
+        wait(browser, lambda d: d.find_element(By.ID, "server-repositories").text == hidden)
+        assert find(browser, "#server-process").text == hidden
+        assert str(EXAMPLES) not in browser.page_source
 
-        browser.find_element(By.CSS_SELECTOR, "#banner a[href='#/settings']").click()
+        browser.find_element(By.CSS_SELECTOR, "#server-process a[href='#/settings']").click()
         type_into(find(browser, "#header-name-0"), "admin-key")
         type_into(find(browser, "#header-value-0"), "secret")
         find(browser, "#access-save").click()
         wait(browser, lambda d: "admin-key" in d.find_element(By.ID, "access-status").text)
         assert "admin-key" in find(browser, "#access-needs").text
         screenshot(browser, "settings.png")
+        # with the header the Server page shows where the repository lives and the pid
+        browser.find_element(By.CSS_SELECTOR, 'a[data-nav="server"]').click()
+        wait(browser, lambda d: str(EXAMPLES) in d.find_element(By.ID, "server-repositories").text)
+        assert find(browser, "#server-process").text == f"pid {restricted.pid}"
 
         browser.find_element(By.CSS_SELECTOR, 'a[data-nav="models"]').click()
         wait(browser, lambda d: state_of(d, "string_upper") == "READY")

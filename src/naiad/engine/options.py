@@ -273,6 +273,13 @@ class ServerOptions:
         "require a header for these API categories (repeatable)",
         metavar="CATEGORIES:HEADER=VALUE",
     )  # fmt: skip
+    #: --http-cors-allow-origins: web origins whose pages may send commands (docs/security.md)
+    http_cors_allow_origins: tuple[str, ...] = option(
+        (), "--http-cors-allow-origins", OPERATIONS,
+        "web origins (scheme://host[:port], or *) whose pages may use the HTTP port "
+        "besides its own (CORS); repeatable, or comma-separated (naiad)",
+        metavar="ORIGIN",
+    )  # fmt: skip
     #: --http-header-forward-pattern: matching headers become request parameters
     http_header_forward_pattern: str = option(
         "", "--http-header-forward-pattern", OPERATIONS,

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import http.client
 import json
+import os
 import re
 import time
 from collections.abc import Iterator
@@ -211,6 +212,28 @@ def test_restrictions_hold_on_the_dashboard(case_repo: Path, serve) -> None:  # 
             "model-config": "admin-key",
             "metadata": "meta-key",
         }
+    finally:
+        conn.close()
+
+
+def test_host_details_need_the_model_repository_header(case_repo: Path, serve) -> None:  # type: ignore[no-untyped-def]
+    """/v2 (``metadata``) tells nothing about the host: the server view, as open, shows
+    where the repositories live and the pid only to whoever may manage the models."""
+    server = serve(case_repo, http=True, http_restricted_api=("model-repository:admin-key=s",))
+    conn = http.client.HTTPConnection("127.0.0.1", server.http_port, timeout=30)
+    try:
+        doc = get_json(conn, "/dashboard/api/server")
+        assert doc["repositories"] is None and doc["pid"] is None
+        assert str(case_repo) not in json.dumps(doc)
+        assert doc["restricted"] == {"model-repository": "admin-key"}
+        assert doc["model_control_mode"] == "none"  # the rest is there
+        for wrong in ({"admin-key": "x"}, {"other": "s"}):
+            status, _, data = request(conn, "GET", "/dashboard/api/server", headers=wrong)
+            assert status == 200 and json.loads(data)["pid"] is None
+        status, _, data = request(conn, "GET", "/dashboard/api/server", headers={"admin-key": "s"})
+        doc = json.loads(data)
+        assert doc["repositories"] == [str(case_repo)]
+        assert doc["pid"] == os.getpid()  # the server runs in this process
     finally:
         conn.close()
 

@@ -1,5 +1,5 @@
-"""Dispatch: route (the v2 API, else the dashboard), check the method and
-restricted-API header, call the endpoint.
+"""Dispatch: refuse what a web page must not do (``browsers``), route (the v2 API,
+else the dashboard), check the method and restricted-API header, call the endpoint.
 
 The only place where errors turn into HTTP responses for synchronous
 endpoints (asynchronous ones are caught by the connection the same way).
@@ -14,9 +14,11 @@ from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http import generate, handlers, routes
+from naiad.frontends.http.browsers import BrowserGuard, HeaderStream
 from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
+from naiad.frontends.http.restricted import Rule, permits, refusal_message
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -56,11 +58,11 @@ ENDPOINTS: dict[str, tuple[tuple[str, ...], str]] = {
 CATEGORIES = frozenset(c for _, c in ENDPOINTS.values())
 
 
-def parse_restricted(specs: Any) -> dict[str, tuple[str, str]]:
+def parse_restricted(specs: Any) -> dict[str, Rule]:
     """``category[,category...]:header=value`` strings -> {category: (header, value)}."""
     if isinstance(specs, str):
         specs = [specs]
-    out: dict[str, tuple[str, str]] = {}
+    out: dict[str, Rule] = {}
     for spec in specs or ():
         cats, sep, rule = str(spec).partition(":")
         header, eq, value = rule.partition("=")
@@ -80,6 +82,7 @@ class HttpApp:
     def __init__(self, dataplane: DataPlane, options: ServerOptions) -> None:
         self.dp = dataplane
         self.restricted = parse_restricted(options.http_restricted_api)
+        self.browsers = BrowserGuard(options.http_cors_allow_origins, options.http_address)
         pattern = options.http_header_forward_pattern
         forward = re.compile(str(pattern), re.IGNORECASE) if pattern else None
         self.infer = InferEndpoint(dataplane, options.http_max_input_size, forward)
@@ -99,6 +102,24 @@ class HttpApp:
     def handle(self, req: Request) -> Result:
         if req.error is not None:
             return error_response(*req.error)
+        refused = self.browsers.refuse(req)
+        if "origin" not in req.headers:  # tritonclient, curl; a browser's same-origin GETs
+            return refused if refused is not None else self._route(req)
+        cors = self.browsers.cors_headers(req)  # for an allowed origin's page only
+        result: Result
+        if refused is not None:
+            result = refused
+        else:
+            if req.method == "OPTIONS":
+                preflight = self.browsers.preflight(req)
+                if preflight is not None:
+                    return preflight
+            if cors is not None:  # a streamed answer writes its own head
+                req.conn = HeaderStream(req.conn, cors)
+            result = self._route(req)
+        return result if cors is None else _with_headers(result, cors)
+
+    def _route(self, req: Request) -> Result:
         found = routes.match(req.path)
         if found is None:
             return self._dashboard(req)
@@ -126,8 +147,9 @@ class HttpApp:
             return error_response(405, "Method Not Allowed")
         if self.restricted and category is not None:
             rule = self.restricted.get(category)
-            if rule is not None and req.headers.get(rule[0]) != rule[1]:
-                return error_response(403, f"This API is restricted, expecting header '{rule[0]}'")
+            if not permits(rule, req.headers):
+                assert rule is not None
+                return error_response(403, refusal_message(rule))
         try:
             return func(req, *args)
         except NaiadError as exc:
@@ -135,6 +157,25 @@ class HttpApp:
         except Exception as exc:  # a bug must still answer the client
             log.exception("error handling %s %s", req.method, req.path)
             return error_response(500, f"{type(exc).__name__}: {exc}")
+
+
+def _with_headers(result: Result, headers: list[bytes]) -> Result:
+    """``result`` with ``headers`` added (an allowed origin's CORS headers); a streamed
+    answer (None) got them through its :class:`HeaderStream`."""
+    if isinstance(result, Response):
+        result.headers = [*(result.headers or ()), *headers]
+        return result
+
+    async def later() -> Response | None:
+        try:
+            response = await result
+        except NaiadError as exc:  # as the connection would answer it, with the headers
+            response = naiad_error_response(exc)
+        if response is not None:
+            response.headers = [*(response.headers or ()), *headers]
+        return response
+
+    return later()
 
 
 def _bind(func: Callable[..., Result], dp: DataPlane) -> Callable[..., Result]:

@@ -136,6 +136,9 @@ async def read_request(scope: Scope, receive: Receive, limit: int, stream: AsgiS
     """The whole request; a body over ``limit`` is left unread and marks the request's error."""
     headers = _headers(scope)
     request = Request(scope["method"], request_path(scope), headers, b"", True, stream)
+    server = scope.get("server")
+    if server:  # where the client connected: decides the DNS-rebinding check (browsers.py)
+        request.address = str(server[0])
     length = headers.get("content-length")
     if length is not None and length.isdigit() and int(length) > limit:
         request.error = (400, _too_big(int(length), limit))

@@ -25,6 +25,7 @@ REASONS = {
     405: "Method Not Allowed",
     408: "Request Timeout",
     413: "Payload Too Large",
+    415: "Unsupported Media Type",
     500: "Internal Server Error",
     501: "Not Implemented",
     503: "Service Unavailable",
@@ -55,7 +56,9 @@ class Stream(Protocol):
 class Request:
     """One parsed HTTP request; ``body`` is the complete (still compressed) body."""
 
-    __slots__ = ("method", "path", "headers", "body", "keep_alive", "error", "core", "conn")
+    __slots__ = (
+        "method", "path", "headers", "body", "keep_alive", "error", "core", "conn", "address",
+    )  # fmt: skip
 
     def __init__(
         self,
@@ -76,6 +79,9 @@ class Request:
         #: the core request while in flight, so a disconnect can cancel it
         self.core: InferenceRequest | None = None
         self.conn = conn
+        #: the server address the client reached, where the transport reports it per
+        #: request (ASGI's ``server``); None: the address the listener binds
+        self.address: str | None = None
 
 
 class Response:

@@ -10,6 +10,7 @@ from urllib.parse import unquote
 
 from naiad.frontends.http.dashboard import static_files, views
 from naiad.frontends.http.message import Request, Response
+from naiad.frontends.http.restricted import Rule
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -18,6 +19,8 @@ if TYPE_CHECKING:
 Route = tuple[Callable[..., Any], tuple[Any, ...], str | None]
 
 PREFIX = "/dashboard"
+#: the category whose header the server view's host details need (views.server)
+HOST_DETAILS = "model-repository"
 _CONFIG = re.compile(r"/dashboard/api/models/([^/]+)(?:/versions/([0-9]+))?/config\.pbtxt")
 
 # The pages' scripts come from this server only and they draw images from uploads
@@ -34,10 +37,12 @@ _SECURITY = [
 class Dashboard:
     """The ``/dashboard`` routes of one HTTP frontend."""
 
-    def __init__(self, dataplane: DataPlane, restricted: dict[str, tuple[str, str]]) -> None:
+    def __init__(self, dataplane: DataPlane, restricted: dict[str, Rule]) -> None:
         self.dp = dataplane
         self.files = static_files.load()
         self.restricted = {category: header for category, (header, _) in restricted.items()}
+        #: where the repositories live and the pid: shown to whoever may manage the models
+        self.host_rule = restricted.get(HOST_DETAILS)
 
     def match(self, path: str) -> Route | None:
         if path == PREFIX:
@@ -47,7 +52,7 @@ class Dashboard:
             return None
         rest = path[len(PREFIX) + 1 :]
         if rest == "api/server":
-            return views.server, (self.dp, self.restricted), "metadata"
+            return views.server, (self.dp, self.restricted, self.host_rule), "metadata"
         if rest == "api/live":
             return views.live, (self.dp,), "statistics"
         m = _CONFIG.fullmatch(path)

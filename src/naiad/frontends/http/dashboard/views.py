@@ -15,14 +15,24 @@ from naiad._version import __version__
 from naiad.config import config_to_pbtxt
 from naiad.frontends.http.encode import dumps
 from naiad.frontends.http.message import Request, Response, json_response
+from naiad.frontends.http.restricted import Rule, permits
 from naiad.repository import is_url
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
 
 
-def server(req: Request, dp: DataPlane, restricted: dict[str, str]) -> Response:
-    """Facts about the server a person asks first: what runs, since when, where, how."""
+def server(
+    req: Request, dp: DataPlane, restricted: dict[str, str], host_rule: Rule | None
+) -> Response:
+    """Facts about the server a person asks first: what runs, since when, where, how.
+
+    The view is as open as ``/v2`` (``metadata``), which tells nothing about the
+    host; where the repositories live and the pid do, so they are shown only to a
+    request that passes the ``model-repository`` restriction (None to others), as
+    load errors never name the server's own paths.
+    """
+    host = permits(host_rule, req.headers)
     meta = dp.server_metadata()
     options = dp.options
     endpoints = dict(dp.endpoints)
@@ -38,12 +48,12 @@ def server(req: Request, dp: DataPlane, restricted: dict[str, str]) -> Response:
             "%Y-%m-%dT%H:%M:%SZ"
         ),
         "model_control_mode": options.model_control_mode,
-        "repositories": [_where(str(r)) for r in options.model_repositories],
+        "repositories": [_where(str(r)) for r in options.model_repositories] if host else None,
         "endpoints": endpoints,
         # with --workers, the worker answering this request (each serves the dashboard)
         "workers": dp.cluster.count if dp.cluster is not None else 1,
         "worker": dp.cluster.index if dp.cluster is not None else 0,
-        "pid": os.getpid(),
+        "pid": os.getpid() if host else None,
         # category -> the header it needs: the name only, as Triton's 403 message says it
         "restricted": restricted,
     }

@@ -78,13 +78,35 @@ async function errorText(response) {
 }
 
 export async function getJSON(path, options) {
-  return (await raw("GET", path, options)).json();
+  return parseJSON(await (await raw("GET", path, options)).text());
 }
 
 export async function postJSON(path, body = {}, options = {}) {
   const response = await raw("POST", path, { ...options, body });
   const text = await response.text();
-  return text ? JSON.parse(text) : {};
+  return text ? parseJSON(text) : {};
+}
+
+// Triton writes non-finite output values as bare NaN, Infinity and -Infinity, which
+// JSON.parse refuses: they are read as those numbers, and written back the same way.
+const MARK = "\u0000naiad:"; // inside a JSON string, where no real value has it
+const STRING_OR_NON_FINITE = /"(?:[^"\\]|\\.)*"|(-?Infinity|NaN)/g;
+
+/** JSON.parse that also reads the non-finite numbers Triton writes. */
+export function parseJSON(text) {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    if (!/NaN|Infinity/.test(text)) throw err;
+  }
+  const marked = text.replace(STRING_OR_NON_FINITE, (match, word) => (word ? `"\\u0000naiad:${word}"` : match));
+  return JSON.parse(marked, (_key, value) => (typeof value === "string" && value.startsWith(MARK) ? Number(value.slice(MARK.length)) : value));
+}
+
+/** JSON.stringify that writes NaN and infinities as Triton does (not as null). */
+export function jsonText(value, space) {
+  const text = JSON.stringify(value, (_key, v) => (typeof v === "number" && !Number.isFinite(v) ? MARK + v : v), space);
+  return text.replace(/"\\u0000naiad:(NaN|-?Infinity)"/g, "$1");
 }
 
 export async function getText(path, options) {

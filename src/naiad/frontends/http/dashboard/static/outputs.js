@@ -2,6 +2,7 @@
 // more: flattened with an index column), at most MAX_CELLS cells; classification
 // results (BYTES "score:index:label") as a table of labels and scores.
 
+import { jsonText } from "./api.js";
 import { h, table } from "./dom.js";
 import { product } from "./tensors.js";
 
@@ -119,5 +120,5 @@ export function streamRow(index, event) {
   const { model_name: _n, model_version: _v, ...outputs } = event;
   return h("tr", { dataset: { index: String(index) } },
     h("td", { class: "num" }, String(index)),
-    h("td", {}, h("code", { class: "json" }, JSON.stringify(outputs))));
+    h("td", {}, h("code", { class: "json" }, jsonText(outputs))));
 }

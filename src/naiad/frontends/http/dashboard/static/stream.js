@@ -2,7 +2,7 @@
 // cannot POST or send headers): each `data: {...}` event is handed to onEvent as it
 // arrives; an event {"error": "..."} is the server reporting a failure mid-stream.
 
-import { raw } from "./api.js";
+import { parseJSON, raw } from "./api.js";
 
 export async function generateStream(path, body, { signal, onEvent, onError }) {
   const response = await raw("POST", path, { body, signal });
@@ -13,7 +13,7 @@ export async function generateStream(path, body, { signal, onEvent, onError }) {
   const flush = (chunk) => {
     const lines = chunk.split("\n").filter((l) => l.startsWith("data:")).map((l) => l.slice(5).replace(/^ /, ""));
     if (!lines.length) return;
-    const event = JSON.parse(lines.join("\n"));
+    const event = parseJSON(lines.join("\n"));
     if (event && typeof event.error === "string" && Object.keys(event).length === 1) onError(event.error);
     else onEvent(event, count++);
   };

@@ -38,12 +38,18 @@ function serverFacts(info) {
     ["Version", h("span", {}, `naiad ${info.version}`, h("span", { class: "muted" }, ` · Triton protocol ${info.triton_version}`)), "server-version"],
     ["Uptime", h("span", { title: `started ${info.start_time}` }, formatDuration(info.uptime_s)), "server-uptime"],
     ["Model control", h("span", { class: `mode mode-${info.model_control_mode}` }, info.model_control_mode), "server-mode"],
-    ["Repositories", h("ul", { class: "plain" }, (info.repositories || []).map((r) => h("li", {}, h("code", {}, r)))), "server-repositories"],
+    ["Repositories", info.repositories ? h("ul", { class: "plain" }, info.repositories.map((r) => h("li", {}, h("code", {}, r)))) : hidden(info), "server-repositories"],
     ["Endpoints", h("ul", { class: "plain" }, endpoints.map(([k, v]) => h("li", {}, h("span", { class: "key" }, k), " ", h("code", {}, v)))), "server-endpoints"],
-    ["Process", `pid ${info.pid}${info.workers > 1 ? ` · worker ${info.worker} of ${info.workers}` : ""}`, "server-process"],
+    ["Process", info.pid === null ? h("span", {}, info.workers > 1 ? `worker ${info.worker} of ${info.workers} · ` : "", hidden(info)) : `pid ${info.pid}${info.workers > 1 ? ` · worker ${info.worker} of ${info.workers}` : ""}`, "server-process"],
     ["Restricted APIs", restricted.length ? h("ul", { class: "plain" }, restricted.map(([cat, header]) => h("li", {}, cat, " → header ", h("code", {}, header)))) : "none", "server-restricted"],
     ["Extensions", h("ul", { class: "chips" }, (info.extensions || []).map((e) => h("li", {}, e))), "server-extensions"],
   ], { class: "facts server-facts" });
+}
+
+/** Where the repositories live and the pid are shown with the model-repository header only. */
+function hidden(info) {
+  const header = (info.restricted || {})["model-repository"];
+  return h("span", { class: "muted" }, "hidden: needs the ", h("code", {}, header || "model-repository"), " header (", h("a", { href: "#/settings" }, "Access settings"), ")");
 }
 
 function liveSection() {
