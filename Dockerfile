@@ -5,10 +5,11 @@
 #   docker run --rm -p 8000:8000 -p 8001:8001 -p 8002:8002 --shm-size=1g \
 #       -v "$PWD/examples/model_repository:/models:ro" naiad:cpu
 #
-# Arguments after the image name replace CMD and are `naiad serve` flags, as
-# arguments after Triton's image are tritonserver flags, e.g.
+# Arguments after the image name replace CMD. Options are `naiad serve` flags, e.g.
 #   docker run ... naiad:cpu --model-repository=s3://bucket/models --model-control-mode=poll
-# (credentials through the usual AWS_* / GOOGLE_APPLICATION_CREDENTIALS / AZURE_* env).
+# (credentials through the usual AWS_* / GOOGLE_APPLICATION_CREDENTIALS / AZURE_* env);
+# a command runs as given, and `tritonserver` is `naiad serve`, as in Triton's image:
+#   docker run ... naiad:cpu tritonserver --model-repository=/models
 # docs/deploying.md has the GPU variant (deploy/docker/Dockerfile.gpu) and Kubernetes.
 
 # One tag for both stages; pin a digest (python:3.11-slim-bookworm@sha256:...) in
@@ -40,6 +41,11 @@ RUN wheel="$(ls /wheels/naiad-*.whl)" \
     && mkdir /models \
     && chown naiad:naiad /models
 
+# The entrypoint runs `naiad serve` with arguments that are options, and any other
+# command as given; `tritonserver` is `naiad serve`, so container specs written for
+# Triton's image (KServe's runtime, NVIDIA's Helm charts) run unchanged.
+COPY --chmod=0755 deploy/docker/bin/ /usr/local/bin/
+
 # A numeric user, so Kubernetes' runAsNonRoot can check it without reading /etc/passwd.
 USER 1000:1000
 WORKDIR /home/naiad
@@ -53,5 +59,5 @@ HEALTHCHECK --interval=10s --timeout=5s --start-period=120s --retries=3 \
 # SIGTERM (docker stop, Kubernetes) drains in-flight requests for up to
 # --exit-timeout-secs (30 s) before exiting.
 STOPSIGNAL SIGTERM
-ENTRYPOINT ["naiad", "serve"]
+ENTRYPOINT ["naiad-entrypoint.sh"]
 CMD ["--model-repository=/models"]

@@ -128,6 +128,40 @@ def naiad_command(command: list[str]) -> list[str]:
     return [sys.executable, "-m", "naiad", *command[1:]]
 
 
+#: Where the images put their scripts (ENTRYPOINT, ``tritonserver``): on PATH in both bases.
+IMAGE_BIN = "/usr/local/bin/"
+
+
+def image_bin(dockerfile: Dockerfile) -> Path:
+    """The folder of this checkout that the final stage copies onto the image's
+    /usr/local/bin: put on PATH, its scripts run here as in the image."""
+    [copy] = [
+        i
+        for i in dockerfile.final_stage()
+        if i.keyword == "COPY" and i.arguments.endswith(IMAGE_BIN)
+    ]
+    [source] = [word for word in copy.arguments.split()[:-1] if not word.startswith("--")]
+    return ROOT / source
+
+
+def image_env(dockerfile: Dockerfile, shims: Path) -> dict[str, str]:
+    """This environment with the image's ENV, and a PATH on which the image's commands
+    resolve: ``naiad`` (the console script, as :func:`naiad_command` runs it, from a
+    shim written into ``shims``), then the scripts the image copies onto its PATH."""
+    shims.mkdir(exist_ok=True)
+    naiad = shims / "naiad"
+    naiad.write_text(f'#!/bin/sh\nexec {shlex.quote(sys.executable)} -m naiad "$@"\n')
+    naiad.chmod(0o755)
+    env = {**os.environ, **dockerfile.env()}
+    env["PATH"] = os.pathsep.join([str(shims), str(image_bin(dockerfile)), env["PATH"]])
+    return env
+
+
+def command_line(pid: int) -> list[str]:
+    """What process ``pid`` runs now (Linux /proc): after an ``exec`` chain, the last one."""
+    return Path(f"/proc/{pid}/cmdline").read_bytes().decode().split("\0")[:-1]
+
+
 def with_flag(args: list[str], flag: str, value: str) -> list[str]:
     """``args`` with ``flag``'s value replaced (``--flag=value`` or ``--flag value``)."""
     out: list[str] = []

@@ -14,7 +14,6 @@ probes asked over HTTP.
 from __future__ import annotations
 
 import importlib.util
-import os
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -29,9 +28,9 @@ from deploy_helpers import (
     ROOT,
     Dockerfile,
     add_sub_answers,
+    image_env,
     manifests,
     mapped,
-    naiad_command,
     running,
     validate,
     wait_ready,
@@ -229,11 +228,13 @@ def test_the_pod_serves_and_answers_its_probes(tmp_path: Path):
     args = mapped(container["args"], {mount["mountPath"]: EXAMPLES})
     for flag, port in ports.items():
         args = with_flag(args, flag, str(port))
-    entrypoint = Dockerfile.read(ROOT / "Dockerfile").exec_form("ENTRYPOINT")
-    env = {**os.environ, **{e["name"]: e["value"] for e in container["env"]}}
+    dockerfile = Dockerfile.read(ROOT / "Dockerfile")
+    entrypoint = dockerfile.exec_form("ENTRYPOINT")
+    env = image_env(dockerfile, tmp_path / "shims")
+    env.update({e["name"]: e["value"] for e in container["env"]})
     env["TMPDIR"] = str(tmp_path)  # the pod's emptyDir at /tmp
     http = ports["--http-port"]
-    with running(naiad_command(entrypoint) + args, env, tmp_path / "serve.log") as proc:
+    with running(entrypoint + args, env, tmp_path / "serve.log") as proc:
         wait_ready(f"http://127.0.0.1:{http}{container['startupProbe']['httpGet']['path']}", proc,
                    tmp_path / "serve.log")  # fmt: skip
         for probe in ("startupProbe", "livenessProbe", "readinessProbe"):
