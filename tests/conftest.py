@@ -8,6 +8,7 @@ server, one feature at a time) and ``e2e`` (the whole system).  Each test module
 
 from __future__ import annotations
 
+import os
 import shutil
 import socket
 import subprocess
@@ -36,6 +37,15 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
             "protocol or e2e at the top of the module); these files have none or several:\n"
             + "\n".join(lines)
         )
+
+
+def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
+    """``-n auto`` (pyproject's addopts): two workers per core this process may use, at
+    most 8.  The suite mostly waits (child servers starting, sockets, model loads), so a
+    second worker per core keeps the cores busy; each worker imports the frameworks once
+    (over 1 GB), hence the cap."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else os.cpu_count()
+    return min(2 * (cores or 1), 8)
 
 
 def free_port() -> int:

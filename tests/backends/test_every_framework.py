@@ -21,7 +21,7 @@ import tritonclient.http as httpclient
 from naiad.core import datatypes
 from naiad.engine.check import check_repositories
 
-pytestmark = pytest.mark.protocol
+pytestmark = [pytest.mark.protocol, pytest.mark.frameworks]
 
 CASES = Path(__file__).resolve().parents[2] / "benchmarks" / "backends"
 

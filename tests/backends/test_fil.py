@@ -32,7 +32,7 @@ from naiad import Server
 from naiad.core.errors import InvalidArgument
 from naiad.engine.check import check_repositories
 
-pytestmark = pytest.mark.protocol
+pytestmark = [pytest.mark.protocol, pytest.mark.frameworks]
 
 FEATURES = 8
 CLASSES = 3

@@ -24,7 +24,7 @@ pytest.importorskip("treelite")
 import treelite.sklearn  # noqa: E402
 from sklearn.ensemble import RandomForestClassifier  # noqa: E402
 
-pytestmark = pytest.mark.protocol
+pytestmark = [pytest.mark.protocol, pytest.mark.frameworks]
 
 FEATURES = 4
 

@@ -27,7 +27,7 @@ from tritonclient.utils import InferenceServerException
 from naiad import Server
 from naiad.core.errors import InvalidArgument
 
-pytestmark = pytest.mark.protocol
+pytestmark = [pytest.mark.protocol, pytest.mark.frameworks]
 
 SIZE = 8
 BATCHED_CONFIG = f"""

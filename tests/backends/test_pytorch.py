@@ -29,6 +29,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.protocol,
+    pytest.mark.frameworks,
     # torch deprecates TorchScript (a DeprecationWarning, a FutureWarning from 2.14); these
     # tests build TorchScript files on purpose.  Loading one is not excused: the backend
     # itself keeps torch.jit.load's warning quiet.

@@ -23,6 +23,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.protocol,
+    pytest.mark.frameworks,
     # These tests script TorchScript on purpose (torch 2.14 made the warning a FutureWarning).
     pytest.mark.filterwarnings(r"ignore:`torch\.jit\.(script|save)` is :Warning"),
 ]

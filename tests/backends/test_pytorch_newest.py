@@ -27,7 +27,7 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = [pytest.mark.e2e, pytest.mark.timeout(1800)]
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache") / "naiad-tests"

@@ -14,6 +14,7 @@ torch = pytest.importorskip("torch")
 
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.frameworks,
     pytest.mark.filterwarnings(
         r"ignore:`torch\.jit\.(script|save)` is deprecated:DeprecationWarning"
     ),

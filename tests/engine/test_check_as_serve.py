@@ -27,6 +27,7 @@ ov = pytest.importorskip("openvino")
 
 pytestmark = [
     pytest.mark.protocol,
+    pytest.mark.frameworks,
     # The tests build TorchScript files on purpose (torch deprecates torch.jit).
     pytest.mark.filterwarnings(
         r"ignore:`torch\.jit\.(script|save)` is deprecated:DeprecationWarning"

@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 from examples_helpers import EXAMPLES, Served, load_module, naiad_serve, run_script
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
 
 EXAMPLE = EXAMPLES / "export"
 SERVED = ["net_torch_python", "net_torchscript", "net_onnx"]

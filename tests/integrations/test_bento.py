@@ -29,7 +29,7 @@ from support.processes import free_port
 pytest.importorskip("bentoml")
 yaml = pytest.importorskip("yaml")  # PyYAML, a dependency of BentoML
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
 
 ROOT = RUNNER_EXAMPLES.parents[1]
 EXAMPLES = ROOT / "examples"

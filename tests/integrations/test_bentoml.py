@@ -19,6 +19,7 @@ bentoml = pytest.importorskip("bentoml")
 # and leaves its temporary folders to the garbage collector (see conftest.py).
 pytestmark = [
     pytest.mark.e2e,
+    pytest.mark.frameworks,
     pytest.mark.filterwarnings("ignore::DeprecationWarning"),
     pytest.mark.filterwarnings("ignore::ResourceWarning"),
 ]

@@ -18,7 +18,7 @@ from integration_helpers import LABELS, RUNNER_EXAMPLES
 
 import naiad
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
 
 os.environ.setdefault("GRADIO_ANALYTICS_ENABLED", "False")
 gr = pytest.importorskip("gradio")

@@ -19,7 +19,7 @@ import tritonclient.http as httpclient
 from support.processes import free_port
 from tritonclient.utils import InferenceServerException
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
 
 ROOT = Path(__file__).resolve().parents[2]
 DRIVER = Path(__file__).resolve().parent / "ray_driver.py"

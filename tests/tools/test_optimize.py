@@ -23,7 +23,7 @@ from support.served import naiad_serve
 from naiad.cli import main
 from naiad.tools.optimize.speed import FASTER, SLOWER, WITHIN
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
 
 SIZE, CLASSES = 64, 10
 FAST = ["--requests", "20", "--samples", "8"]
