@@ -2,7 +2,7 @@
 
 from naiad._version import __version__
 from naiad.core.errors import NaiadError
-from naiad.engine.options import ServerOptions
+from naiad.options import ServerOptions
 from naiad.runner import Runner
 from naiad.server import Server
 

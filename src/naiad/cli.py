@@ -4,7 +4,7 @@ and the tools (``perf``, ``analyze``, ``optimize``, ``test``: :mod:`naiad.tools`
 Option names are Triton's where Triton has one, so existing launch scripts
 carry over (``--model-repository``, ``--http-port``, ``--load-model``, ...).
 The flags themselves are declared with the options they set
-(:mod:`naiad.engine.options`, made into arguments by :mod:`naiad.engine.flags`)
+(:mod:`naiad.options.declarations`, made into arguments by :mod:`naiad.options.flags`)
 and the serving loop is :mod:`naiad.foreground`; this module only wires
 subcommands to them.
 """
@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
-from naiad.engine.flags import add_flag, add_serve_flags, options_from_args
+from naiad.options.flags import add_flag, add_serve_flags, options_from_args
 from naiad.tools import COMMANDS
 
 DESCRIPTION = (
@@ -62,7 +62,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 def check(args: argparse.Namespace) -> int:
     from naiad.engine.check import check_repositories
-    from naiad.engine.flag_values import backend_config
+    from naiad.options.values import backend_config
 
     report = check_repositories(
         [Path(r) for r in args.repositories],

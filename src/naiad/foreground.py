@@ -20,8 +20,8 @@ from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.core.errors import NaiadError
-from naiad.engine.options import ServerOptions, flag_of
 from naiad.engine.peers import Cluster
+from naiad.options.declarations import ServerOptions, flag_of
 from naiad.repository.sources import is_url
 
 log = logging.getLogger("naiad")

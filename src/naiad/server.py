@@ -20,10 +20,10 @@ from naiad.core import datatypes
 from naiad.core.errors import Unavailable
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
 from naiad.engine.dataplane import DataPlane
-from naiad.engine.options import ServerOptions
 from naiad.frontends.budget import RequestBudget
 from naiad.frontends.ports import reserved, start_error
 from naiad.loop_thread import LoopThread
+from naiad.options.declarations import ServerOptions
 from naiad.repository import is_url
 
 log = logging.getLogger("naiad")

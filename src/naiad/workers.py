@@ -38,10 +38,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from naiad.engine.options import ServerOptions
 from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX, socket_path
 from naiad.engine.peers.link import Link, PeerGone
 from naiad.metrics.aggregate import sum_expositions
+from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 

@@ -27,7 +27,7 @@ from support import onnx_models
 from support.onnx_models import write_config
 from support.processes import free_port, stop
 
-from naiad.engine.triton_flags import WITHOUT_EFFECT
+from naiad.options.triton_flags import WITHOUT_EFFECT
 
 pytestmark = pytest.mark.e2e
 

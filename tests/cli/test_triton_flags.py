@@ -3,7 +3,7 @@
 The lists below are taken from the real help: ``tritonserver --help`` of the
 2.51 reference server, and ``src/command_line_parser.cc`` of the newest
 release (2.71), which adds four flags.  A flag naiad has no use for is
-accepted (:mod:`naiad.engine.triton_flags`) and named in a warning; a value
+accepted (:mod:`naiad.options.triton_flags`) and named in a warning; a value
 of the wrong type is still a usage error, as in Triton.
 """
 
@@ -15,9 +15,9 @@ from pathlib import Path
 import pytest
 
 from naiad.core.errors import InvalidArgument
-from naiad.engine.flags import options_from_args, serve_parser
-from naiad.engine.options import ServerOptions, options_by_flag
-from naiad.engine.triton_flags import WITHOUT_EFFECT, given, warnings
+from naiad.options.declarations import ServerOptions, options_by_flag
+from naiad.options.flags import options_from_args, serve_parser
+from naiad.options.triton_flags import WITHOUT_EFFECT, given, warnings
 from naiad.runner.options import ServeArgs
 
 pytestmark = pytest.mark.unit

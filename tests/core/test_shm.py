@@ -30,7 +30,7 @@ from naiad.core.types import (
     SharedMemoryRef,
 )
 from naiad.engine.dataplane import DataPlane
-from naiad.engine.options import ServerOptions
+from naiad.options.declarations import ServerOptions
 
 pytestmark = [
     pytest.mark.unit,

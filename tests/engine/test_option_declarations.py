@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from naiad.cli import build_parser
-from naiad.engine.flag_values import DEFAULT_REPOSITORY
-from naiad.engine.flags import options_from_args, serve_parser, shown_default
-from naiad.engine.options import GROUPS, ServerOptions, declared, options_by_flag, why_no_flag
-from naiad.engine.triton_flags import GROUP as WITHOUT_EFFECT_GROUP
-from naiad.engine.triton_flags import WITHOUT_EFFECT
+from naiad.options.declarations import GROUPS, ServerOptions, declared, options_by_flag, why_no_flag
+from naiad.options.flags import options_from_args, serve_parser, shown_default
+from naiad.options.triton_flags import GROUP as WITHOUT_EFFECT_GROUP
+from naiad.options.triton_flags import WITHOUT_EFFECT
+from naiad.options.values import DEFAULT_REPOSITORY
 
 pytestmark = pytest.mark.unit
 

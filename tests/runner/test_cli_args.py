@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from naiad.core.errors import InvalidArgument
-from naiad.engine.flags import options_from_args, serve_parser
+from naiad.options.flags import options_from_args, serve_parser
 from naiad.runner.options import ServeArgs
 
 pytestmark = pytest.mark.unit

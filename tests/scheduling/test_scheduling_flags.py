@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from naiad.engine.flags import options_from_args, serve_parser
+from naiad.options.flags import options_from_args, serve_parser
 
 pytestmark = pytest.mark.unit
 

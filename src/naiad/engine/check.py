@@ -26,9 +26,9 @@ from naiad.core.errors import NaiadError
 from naiad.core.signature import Signature
 from naiad.engine.ensembles import not_available
 from naiad.engine.loader import ModelLoader, PreparedConfig, output_labels
-from naiad.engine.options import ServerOptions
 from naiad.engine.registry import ModelRegistry
 from naiad.engine.warmup import warmup_requests
+from naiad.options.declarations import ServerOptions
 from naiad.repository import ModelSource, scan, select_versions
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 

@@ -25,7 +25,6 @@ from naiad.core.shm import RegionStatus, SharedMemoryManager
 from naiad.core.statistics import ModelStatistics
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
-from naiad.engine import triton_flags
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.live import LiveVersion, live_versions
@@ -38,13 +37,14 @@ from naiad.engine.repository_index import ModelIndex
 from naiad.engine.settings import LogSettings, LogSettingValues, TraceSettings, TraceSettingValues
 from naiad.engine.tracing import Tracer
 from naiad.metrics import MetricsConfig, MetricsRegistry, SystemMetrics
+from naiad.options import triton_flags
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.core.signature import TensorSpec
-    from naiad.engine.options import ServerOptions
     from naiad.engine.peers import Cluster
     from naiad.engine.peers.journal import Change
+    from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 

@@ -41,7 +41,7 @@ if TYPE_CHECKING:
     from naiad.backends.base import ServerCalls
     from naiad.backends.registry import BackendRegistry
     from naiad.config import ModelConfig
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 

@@ -35,7 +35,7 @@ from naiad.repository.poll import PollPlan, plan_poll
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.engine.loader import ModelLoader
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 LOG_FORMATS = ("default", "ISO8601")
 

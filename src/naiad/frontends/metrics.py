@@ -23,7 +23,7 @@ from naiad.frontends.http.limits import HttpLimits
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 

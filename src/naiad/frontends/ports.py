@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING
 from naiad.core.errors import Unavailable
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 
 @dataclass(frozen=True)

@@ -142,7 +142,7 @@ def _stop_with_parent() -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     """``naiad serve`` with ``argv``, as the command runs it, until the parent goes."""
     from naiad import foreground
-    from naiad.engine.flags import options_from_args, serve_parser
+    from naiad.options.flags import options_from_args, serve_parser
 
     threading.Thread(target=_stop_with_parent, name="naiad-parent-watch", daemon=True).start()
     args = serve_parser().parse_args(sys.argv[1:] if argv is None else argv)

@@ -13,9 +13,9 @@ from typing import Any
 from naiad.config import config_to_dict
 from naiad.core.errors import NaiadError, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, RequestedOutput
-from naiad.engine.options import ServerOptions
 from naiad.frontends.http import render
 from naiad.loop_thread import LoopThread
+from naiad.options.declarations import ServerOptions
 from naiad.runner.client import Call, Client
 from naiad.runner.result import InferResult, Output
 from naiad.server import Server

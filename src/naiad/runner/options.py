@@ -1,7 +1,7 @@
 """``cli_args``: the flags of ``naiad serve``, parsed as ``naiad serve`` parses them.
 
 A flag means the same in a runner as on the command line because both parse
-with the arguments made from the option declarations (:mod:`naiad.engine.flags`);
+with the arguments made from the option declarations (:mod:`naiad.options.flags`);
 only the addresses and ports are the runner's to choose
 (no sockets in the embedded mode, free loopback ports for a child server).
 """
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import NoReturn
 
 from naiad.core.errors import InvalidArgument
-from naiad.engine.flags import options_from_args, serve_parser
-from naiad.engine.options import ServerOptions
+from naiad.options.declarations import ServerOptions
+from naiad.options.flags import options_from_args, serve_parser
 
 
 class _Parser(argparse.ArgumentParser):

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pytest
 
-from naiad.engine.flags import options_from_args, serve_parser
-from naiad.engine.options import ServerOptions
 from naiad.frontends.grpc.http2.limits import Limits
+from naiad.options.declarations import ServerOptions
+from naiad.options.flags import options_from_args, serve_parser
 
 pytestmark = pytest.mark.unit
 

@@ -10,11 +10,11 @@ from typing import Any
 import pytest
 
 from naiad.core.types import InferenceRequest
-from naiad.engine.options import ServerOptions
 from naiad.frontends.budget import RequestBudget
 from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
 from naiad.frontends.http.protocol import HttpConnection
+from naiad.options.declarations import ServerOptions
 
 pytestmark = pytest.mark.unit
 

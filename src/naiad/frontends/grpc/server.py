@@ -29,8 +29,8 @@ from naiad.frontends.listener import tls_context
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
-    from naiad.engine.options import ServerOptions
     from naiad.frontends.budget import RequestBudget
+    from naiad.options.declarations import ServerOptions
 
 #: Triton sets both message limits to INT32_MAX; grpc's default receive limit is 4 MiB.
 #: naiad sends any size, and receives up to --grpc-max-receive-message-size.

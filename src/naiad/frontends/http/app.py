@@ -22,7 +22,7 @@ from naiad.frontends.http.restricted import Rule, permits, refusal_message
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad.http")
 

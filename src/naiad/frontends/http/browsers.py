@@ -30,8 +30,8 @@ import re
 from collections.abc import Iterable
 from urllib.parse import urlsplit
 
-from naiad.engine.options import flag_of
 from naiad.frontends.http.message import Request, Response, Stream, error_response
+from naiad.options.declarations import flag_of
 
 #: Methods a page may send anywhere, that change nothing here.
 SAFE_METHODS = frozenset({"GET", "HEAD", "OPTIONS"})

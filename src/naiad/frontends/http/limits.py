@@ -1,7 +1,7 @@
 """What one HTTP/1.1 client may cost the server: sizes of a request head, time, connections.
 
 Every bound a peer could otherwise stretch without limit is here; the defaults
-(nginx's and Node's choices) are :class:`~naiad.engine.options.ServerOptions`',
+(nginx's and Node's choices) are :class:`~naiad.options.declarations.ServerOptions`',
 and ``docs/security.md`` lists them with their flags.  The body limit is
 Triton's ``--http-max-input-size``.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 
 @dataclass(frozen=True)

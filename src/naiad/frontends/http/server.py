@@ -13,7 +13,7 @@ from naiad.frontends.listener import Listener, tls_context
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 
 class HttpFrontend(Listener):

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from naiad.core.errors import NaiadError, Unavailable
-from naiad.engine.options import ServerOptions
+from naiad.options.declarations import ServerOptions
 from naiad.runner.client import Call, Client, RequestOptions
 from naiad.runner.embedded import EmbeddedClient
 from naiad.runner.result import InferResult

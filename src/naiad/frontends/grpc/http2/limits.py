@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING
 from naiad.frontends.grpc.http2 import wire
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 #: Bytes each stream may send before the server has taken its message: every request
 #: of up to this size (and each message a stream sends ahead of its handler) arrives

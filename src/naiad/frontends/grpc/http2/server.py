@@ -20,7 +20,7 @@ from naiad.frontends.grpc.http2.limits import Limits
 from naiad.frontends.listener import Listener
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 
 class Http2Server(Listener):

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from naiad.frontends.http.dashboard.site import Dashboard
 
 if TYPE_CHECKING:
-    from naiad.engine.options import ServerOptions
+    from naiad.options.declarations import ServerOptions
 
 __all__ = ["Dashboard", "dashboard_url"]
 

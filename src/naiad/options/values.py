@@ -2,7 +2,7 @@
 
 Each is Triton's syntax (``--backend-config=onnxruntime,key=value``,
 ``--trace-config triton,file=...``, ``--allow-http=false``), with Triton's
-deprecated spellings folded in.  :mod:`naiad.engine.options` names these
+deprecated spellings folded in.  :mod:`naiad.options.declarations` names these
 functions next to the options they set, so the syntax of a flag is found
 from its declaration; a bad value is refused here, before the server starts,
 with a message that names the flag.

@@ -5,7 +5,7 @@ pass flags about things naiad does not have (backend shared libraries, a
 pinned memory pool, a SageMaker frontend, thread pools).  Refusing them would
 make every such deployment fail at start-up, so ``naiad serve`` accepts every
 flag of ``tritonserver --help`` (2.51 and the newest release): the ones that
-mean something here are options (:mod:`naiad.engine.options`), and the rest
+mean something here are options (:mod:`naiad.options.declarations`), and the rest
 are declared once in :data:`WITHOUT_EFFECT` below.  That table makes their
 arguments (the value is still checked as Triton checks it: a count must be a
 number), their ``--help`` entries, and the warning logged at start-up for each
@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from naiad.engine.flag_values import boolean
+from naiad.options.values import boolean
 
 #: The ``naiad serve --help`` group of these flags, and what it says of them.
 GROUP = "Triton flags without effect"

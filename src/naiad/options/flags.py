@@ -1,4 +1,4 @@
-"""``naiad serve``'s flags, made from the option declarations in :mod:`naiad.engine.options`.
+"""``naiad serve``'s flags, made from the option declarations in :mod:`naiad.options.declarations`.
 
 The ``naiad`` command and the runner's ``cli_args`` both parse with the
 arguments made here, and both turn what was parsed into a
@@ -16,9 +16,8 @@ import typing
 from collections.abc import Iterator
 from typing import Any
 
-from naiad.engine import triton_flags
-from naiad.engine.flag_values import boolean
-from naiad.engine.options import (
+from naiad.options import triton_flags
+from naiad.options.declarations import (
     GROUPS,
     Older,
     Option,
@@ -27,6 +26,7 @@ from naiad.engine.options import (
     default_of,
     options_by_flag,
 )
+from naiad.options.values import boolean
 
 
 def add_serve_flags(parser: argparse.ArgumentParser) -> None:

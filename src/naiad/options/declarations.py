@@ -4,7 +4,7 @@ A field of :class:`ServerOptions` carries, beside its type and default, the
 ``naiad serve`` flag that sets it (Triton's name where Triton has one), its
 help and its area.  ``naiad serve --help``, the runner's ``cli_args`` and the
 README's options table all come from these declarations (through
-:mod:`naiad.engine.flags`), so adding an option is adding one field here, and
+:mod:`naiad.options.flags`), so adding an option is adding one field here, and
 a default cannot differ between the command line and the embedded API.
 
 CLI flags and the embedded API both build one frozen :class:`ServerOptions`
@@ -21,8 +21,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TypeVar
 
-from naiad.engine import flag_values as values
-from naiad.engine.flag_values import Reader
+from naiad.options import values as values
+from naiad.options.values import Reader
 
 T = TypeVar("T")
 
@@ -62,7 +62,7 @@ class Option:
 
     The field's annotation says how a value reads (a bool is a switch, a tuple or
     a dict a repeatable flag); ``value`` and ``read`` are for Triton's syntaxes that
-    say more (see :mod:`naiad.engine.flag_values`).
+    say more (see :mod:`naiad.options.values`).
     """
 
     flag: str
@@ -533,7 +533,7 @@ class ServerOptions:
     )  # fmt: skip
     #: The Triton flags given that naiad accepts without effect, for the start-up warnings.
     triton_flags_without_effect: tuple[str, ...] = no_flag(
-        (), "set by the flags of naiad.engine.triton_flags, which are no options of naiad's"
+        (), "set by the flags of naiad.options.triton_flags, which are no options of naiad's"
     )
     extra: dict[str, object] = no_flag({}, "a place for settings that have no option yet")
 
