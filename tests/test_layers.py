@@ -30,7 +30,7 @@ LAYERS: list[set[str]] = [
     {"naiad.loop_thread"},
     {"naiad.frontends"},
     {"naiad.engine"},
-    {"naiad.options"},
+    {"naiad.options", "naiad.tracing"},
     {"naiad.scheduling"},
     {"naiad.backends"},
     {"naiad.config", "naiad.repository", "naiad.metrics"},

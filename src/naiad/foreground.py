@@ -30,7 +30,7 @@ log = logging.getLogger("naiad")
 def run(options: ServerOptions) -> int:
     """Configure logging as the options say, then :func:`serve` on a new event loop."""
     from naiad import logs
-    from naiad.engine.settings import LogSettings
+    from naiad.engine.log_settings import LogSettings
     from naiad.server import new_event_loop
 
     logs.configure(options.log_verbose, options.log_format, options.log_file)

@@ -17,8 +17,8 @@ from naiad.core.stats import BACKEND, OTHER, REJECTED
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor, RequestedOutput
 from naiad.engine.completion import Completion
 from naiad.engine.registry import ModelVersion
-from naiad.engine.settings import TraceSettings
-from naiad.engine.tracing import Tracer
+from naiad.tracing.settings import TraceSettings
+from naiad.tracing.tracer import Tracer
 
 pytestmark = pytest.mark.unit
 

@@ -9,7 +9,7 @@ import re
 import pytest
 
 from naiad import logs
-from naiad.engine.settings import LogSettings, LogSettingValues
+from naiad.engine.log_settings import LogSettings, LogSettingValues
 
 pytestmark = pytest.mark.protocol
 

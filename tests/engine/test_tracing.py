@@ -12,8 +12,8 @@ import pytest
 from metrics.helpers import add_simple, simple_inputs
 
 from naiad.core.stats import ModelStats
-from naiad.engine.settings import TraceSettings
-from naiad.engine.tracing import Tracer
+from naiad.tracing.settings import TraceSettings
+from naiad.tracing.tracer import Tracer
 
 pytestmark = pytest.mark.protocol
 

@@ -28,7 +28,7 @@ from naiad.core.types import InferenceRequest, InferenceResponse
 if TYPE_CHECKING:
     from naiad.core.shm import Lease
     from naiad.engine.registry import ModelVersion
-    from naiad.engine.tracing import Trace, Tracer
+    from naiad.tracing.tracer import Trace, Tracer
 
 Deliver = Callable[[InferenceResponse], None]
 

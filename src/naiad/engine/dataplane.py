@@ -29,15 +29,16 @@ from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.live import LiveVersion, live_versions
 from naiad.engine.loader import ModelLoader
+from naiad.engine.log_settings import LogSettings, LogSettingValues
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
 from naiad.engine.repository_index import ModelIndex
-from naiad.engine.settings import LogSettings, LogSettingValues, TraceSettings, TraceSettingValues
-from naiad.engine.tracing import Tracer
 from naiad.metrics import MetricsConfig, MetricsRegistry, SystemMetrics
 from naiad.options import triton_flags
+from naiad.tracing.settings import TraceSettings, TraceSettingValues
+from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig

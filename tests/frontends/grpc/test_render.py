@@ -10,12 +10,13 @@ from google.protobuf.message import Message
 
 from naiad.core.shm import CudaRegionStatus, SystemRegionStatus
 from naiad.core.stats import ModelStats
+from naiad.engine.log_settings import LogSettings
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.repository_index import ModelIndex
-from naiad.engine.settings import LogSettings, TraceSettings
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc import render
 from naiad.frontends.http import render as json_render
+from naiad.tracing.settings import TraceSettings
 
 pytestmark = pytest.mark.unit
 

@@ -6,11 +6,12 @@ import pytest
 
 from naiad.core.shm import CudaRegionStatus, SystemRegionStatus
 from naiad.core.stats import ModelStats
+from naiad.engine.log_settings import LogSettings
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.repository_index import ModelIndex
-from naiad.engine.settings import LogSettings, TraceSettings
 from naiad.frontends.http import render
 from naiad.frontends.http.encode import dumps
+from naiad.tracing.settings import TraceSettings
 
 pytestmark = pytest.mark.unit
 

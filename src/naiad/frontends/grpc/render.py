@@ -16,10 +16,11 @@ from naiad.core.statistics import (
     ModelStatistics,
     StatisticDuration,
 )
+from naiad.engine.log_settings import LogSettingValues
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.repository_index import ModelIndex
-from naiad.engine.settings import LogSettingValues, TraceSettingValues
 from naiad.frontends.grpc import grpc_service_pb2 as pb
+from naiad.tracing.settings import TraceSettingValues
 
 
 def server_metadata(meta: ServerMetadata) -> pb.ServerMetadataResponse:

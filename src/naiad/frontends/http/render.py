@@ -18,9 +18,10 @@ from naiad.core.statistics import (
     ModelStatistics,
     StatisticDuration,
 )
+from naiad.engine.log_settings import LogSettingValues
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.repository_index import ModelIndex
-from naiad.engine.settings import LogSettingValues, TraceSettingValues
+from naiad.tracing.settings import TraceSettingValues
 
 Json = dict[str, Any]
 

@@ -18,13 +18,13 @@ import asyncio
 import logging
 from typing import TYPE_CHECKING, Any
 
-from naiad.engine.trace_file import TraceFile, TraceWriter, trace_records
+from naiad.tracing.file import TraceFile, TraceWriter, trace_records
 
 if TYPE_CHECKING:
     from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest, InferenceResponse
-    from naiad.engine.settings import TraceSettings
-    from naiad.engine.trace_otel import OtelExporter
+    from naiad.tracing.otel import OtelExporter
+    from naiad.tracing.settings import TraceSettings
 
 log = logging.getLogger("naiad")
 
@@ -234,7 +234,7 @@ class Tracer:
             if self._otel_failed:
                 return
             try:
-                from naiad.engine.trace_otel import OtelExporter
+                from naiad.tracing.otel import OtelExporter
 
                 self._otel = OtelExporter(self.settings.opentelemetry, self._otel_exporter)
             except ImportError as exc:
