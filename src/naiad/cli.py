@@ -86,10 +86,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         return check(args)
     options = options_from_args(args)
     if options.workers > 1:
-        from naiad import workers
+        from naiad.cluster import supervisor
 
         serve_args = list(sys.argv[1:] if argv is None else argv)
-        return workers.run(options, serve_args)
+        return supervisor.run(options, serve_args)
     from naiad import foreground
 
     return foreground.run(options)

@@ -10,7 +10,6 @@ failures (a missing repository, a port in use, a model that failed with
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import gc
 import logging
 import os
@@ -19,8 +18,9 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
+from naiad.cluster.peers import Cluster
+from naiad.cluster.ready import exit_with_supervisor, tell_supervisor
 from naiad.core.errors import NaiadError
-from naiad.engine.peers import Cluster
 from naiad.options.declarations import ServerOptions, flag_of
 from naiad.repository.sources import is_url
 
@@ -105,7 +105,7 @@ async def serve(options: ServerOptions) -> int:
     server.dataplane.started = True
     supervisor = os.getppid()  # before it hears from us: it may die the moment it does
     orphan = (
-        asyncio.create_task(_exit_with_supervisor(supervisor, stop)) if _tell_supervisor() else None
+        asyncio.create_task(exit_with_supervisor(supervisor, stop)) if tell_supervisor() else None
     )
     # Everything loaded so far lives as long as the server: keep it out of the
     # collector's full passes, which would otherwise stall requests for ms.
@@ -118,29 +118,6 @@ async def serve(options: ServerOptions) -> int:
     await server.stop_async()
     log.info("server stopped")
     return 0
-
-
-def _tell_supervisor() -> bool:
-    """Tell the ``--workers`` supervisor this worker serves (it waits for every one);
-    whether there is one."""
-    from naiad.workers import READY_FD
-
-    fd = os.environ.pop(READY_FD, None)
-    if fd is None:
-        return False
-    with contextlib.suppress(OSError):
-        os.write(int(fd), b"ready\n")
-        os.close(int(fd))
-    return True
-
-
-async def _exit_with_supervisor(parent: int, stop: asyncio.Event) -> None:
-    """A worker whose supervisor died (killed, never to forward a SIGTERM) drains and
-    exits rather than hold the ports alone."""
-    while os.getppid() == parent:
-        await asyncio.sleep(1)
-    log.warning("the supervisor (pid %d) is gone: this worker stops", parent)
-    stop.set()
 
 
 def status_table(rows: Sequence[tuple[str, str, str]]) -> str:

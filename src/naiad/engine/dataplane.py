@@ -41,10 +41,10 @@ from naiad.tracing.settings import TraceSettings, TraceSettingValues
 from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
+    from naiad.cluster.journal import Change
+    from naiad.cluster.peers import Cluster
     from naiad.config import ModelConfig
     from naiad.core.signature import TensorSpec
-    from naiad.engine.peers import Cluster
-    from naiad.engine.peers.journal import Change
     from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
@@ -463,7 +463,7 @@ class DataPlane:
             await self.cluster.change((method, args))
 
     async def apply_here(self, change: Change) -> None:
-        """Apply a change to this process's state (see :mod:`naiad.engine.peers.journal`)."""
+        """Apply a change to this process's state (see :mod:`naiad.cluster.journal`)."""
         method, args = change
         if method == "load_model":
             name, config_json, files = args

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from naiad.cluster.journal import Change
+from naiad.cluster.peers import Cluster
 from naiad.core.errors import InvalidArgument, NotFound
 from naiad.core.statistics import ModelStatistics
 from naiad.core.stats import ModelStats
 from naiad.core.types import InferenceRequest, InferenceResponse
-from naiad.engine.peers import Cluster
-from naiad.engine.peers.journal import Change
 
 pytestmark = pytest.mark.unit
 

@@ -12,10 +12,10 @@ from typing import Any
 import numpy as np
 import pytest
 
+from naiad.cluster.link import Link, Listener, PeerGone
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, Kind, Unavailable
 from naiad.core.types import InferenceResponse, OutputTensor
-from naiad.engine.peers.link import Link, Listener, PeerGone
 
 pytestmark = pytest.mark.unit
 

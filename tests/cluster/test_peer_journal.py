@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from naiad.engine.peers.journal import Journal
+from naiad.cluster.journal import Journal
 
 pytestmark = pytest.mark.unit
 

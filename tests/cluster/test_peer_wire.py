@@ -8,6 +8,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from naiad.cluster.wire import (
+    request_from_wire,
+    request_to_wire,
+    response_from_wire,
+    response_to_wire,
+)
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument
 from naiad.core.types import (
@@ -17,12 +23,6 @@ from naiad.core.types import (
     OutputTensor,
     RequestedOutput,
     SharedMemoryRef,
-)
-from naiad.engine.peers.wire import (
-    request_from_wire,
-    request_to_wire,
-    response_from_wire,
-    response_to_wire,
 )
 
 pytestmark = pytest.mark.unit

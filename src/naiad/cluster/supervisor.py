@@ -16,7 +16,7 @@ it changes).  The supervisor
 - on SIGINT/SIGTERM lets every worker drain as one server does.
 
 The workers keep one server's semantics among themselves over Unix sockets
-in a private folder (:mod:`naiad.engine.peers.cluster`): a sequence's
+in a private folder (:mod:`naiad.cluster.peers`): a sequence's
 requests go to the worker that holds it, and model loads, shared-memory
 registrations and settings reach every worker before the call returns.
 """
@@ -38,15 +38,14 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from naiad.engine.peers.cluster import COUNT, DIRECTORY, INDEX, socket_path
-from naiad.engine.peers.link import Link, PeerGone
+from naiad.cluster.link import Link, PeerGone
+from naiad.cluster.peers import COUNT, DIRECTORY, INDEX, socket_path
+from naiad.cluster.ready import READY_FD
 from naiad.metrics.aggregate import sum_expositions
 from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 
-#: A worker tells the supervisor it serves by writing to this inherited descriptor.
-READY_FD = "NAIAD_WORKER_READY_FD"
 #: How long a worker's metrics may take before it counts as restarting.
 _SCRAPE_TIMEOUT_S = 5.0
 #: A worker that dies this soon after it started, this many times running, is not restarted.

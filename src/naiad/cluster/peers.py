@@ -12,13 +12,13 @@ connection to any of them.  Two things still have to be kept in one place:
   returns, and in one order.  The change goes to a coordinator, the
   lowest-numbered worker that is up, which applies it, then has every other
   worker apply it before it answers.  Every worker keeps the changes in a
-  :class:`~naiad.engine.peers.journal.Journal`, and a restarted worker replays
+  :class:`~naiad.cluster.journal.Journal`, and a restarted worker replays
   a peer's before it serves.
 
 The same link carries the statistics extension's answer, which is the whole
 server's: the worker that takes the call adds every other worker's figures.
 
-The supervisor (:mod:`naiad.workers`) names this worker and the socket
+The supervisor (:mod:`naiad.cluster.supervisor`) names this worker and the socket
 folder in the environment.
 """
 
@@ -31,18 +31,18 @@ import zlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
-from naiad.core.errors import InvalidArgument, NaiadError
-from naiad.core.statistics import ModelStatistics, combined
-from naiad.core.types import CorrelationId, InferenceRequest, InferenceResponse
-from naiad.engine.peers.journal import Change, Journal
-from naiad.engine.peers.link import Link, Listener, PeerGone
-from naiad.engine.peers.wire import (
+from naiad.cluster.journal import Change, Journal
+from naiad.cluster.link import Link, Listener, PeerGone
+from naiad.cluster.wire import (
     Wire,
     request_from_wire,
     request_to_wire,
     response_from_wire,
     response_to_wire,
 )
+from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.statistics import ModelStatistics, combined
+from naiad.core.types import CorrelationId, InferenceRequest, InferenceResponse
 
 log = logging.getLogger("naiad")
 
@@ -70,7 +70,7 @@ class Local(Protocol):
 
 class Cluster:
     """``timeout``: how long a peer may leave a ping unanswered while this worker
-    waits on it (``--worker-timeout-secs``; see :class:`~naiad.engine.peers.link.Link`)."""
+    waits on it (``--worker-timeout-secs``; see :class:`~naiad.cluster.link.Link`)."""
 
     def __init__(
         self, index: int, count: int, directory: str, local: Local, timeout: float = 0.0
