@@ -6,6 +6,11 @@ check that does not depend on the wire.  Results are typed values (core
 responses, :mod:`naiad.engine.metadata`, :mod:`naiad.core.statistics`,
 :class:`~naiad.engine.repository_index.ModelIndex`, shared-memory and
 settings snapshots) that each frontend renders in its own encoding.
+
+The class reads as the request path; the statistics operations
+(:mod:`naiad.engine.statistics_verbs`) and the operations that change the
+server's state (:mod:`naiad.engine.state_changes`: model control, log
+settings, shared memory) are inherited from modules of their own.
 """
 
 from __future__ import annotations
@@ -18,30 +23,28 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
-from naiad.config import ConfigError, config_from_json
-from naiad.core.errors import Internal, InvalidArgument, Unavailable, Unsupported
+from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
-from naiad.core.shm import RegionStatus, SharedMemoryManager
-from naiad.core.statistics import ModelStatistics
+from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
-from naiad.engine.live import LiveVersion, live_versions
 from naiad.engine.loader import ModelLoader
-from naiad.engine.log_settings import LogSettings, LogSettingValues
+from naiad.engine.log_settings import LogSettings
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
 from naiad.engine.repository_index import ModelIndex
+from naiad.engine.state_changes import StateChanges
+from naiad.engine.statistics_verbs import StatisticsVerbs
 from naiad.metrics import MetricsConfig, MetricsRegistry, SystemMetrics
 from naiad.options import triton_flags
 from naiad.tracing.settings import TraceSettings, TraceSettingValues
 from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
-    from naiad.cluster.journal import Change
     from naiad.cluster.peers import Cluster
     from naiad.config import ModelConfig
     from naiad.core.signature import TensorSpec
@@ -66,7 +69,7 @@ EXTENSIONS = (
 )
 
 
-class DataPlane:
+class DataPlane(StatisticsVerbs, StateChanges):
     """One per server: owns the registry, the loader and the settings."""
 
     def __init__(self, options: ServerOptions, backends: BackendRegistry | None = None) -> None:
@@ -346,38 +349,6 @@ class DataPlane:
             self.model_metrics.attach(mv)
         return Completion(request, mv, deliver, lease, trace, self.tracer).complete
 
-    # -- statistics --------------------------------------------------------------
-
-    async def server_statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
-        """:meth:`statistics` of the whole server: with ``--workers``, every worker's summed."""
-        local = self.statistics(name, version)
-        if self.cluster is None:
-            return local
-        return await self.cluster.statistics(local, name, version)
-
-    def statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
-        """Every ready version's statistics, or those of ``name`` (one version if given)."""
-        if not name:
-            return [mv.stats.snapshot(mv.name, mv.version) for mv in self.registry.all_ready()]
-        v = parse_version(version)
-        entry = self.registry.entry(name)
-        ready = entry.ready_versions() if entry is not None else []
-        if v is None:
-            if not ready:
-                raise InvalidArgument(f"requested model '{name}' is not available")
-            chosen = ready
-        else:
-            chosen = [mv for mv in ready if mv.version == v]
-            if not chosen:
-                raise InvalidArgument(
-                    f"requested model version is not available for model '{name}'"
-                )
-        return [mv.stats.snapshot(mv.name, mv.version) for mv in chosen]
-
-    def live_versions(self) -> list[LiveVersion]:
-        """Queue depth and recent p50/p99 of every ready version, in this process (the dashboard)."""
-        return live_versions(self.registry)
-
     # -- model repository ---------------------------------------------------------
 
     def check_repository_name(self, repository: str) -> None:
@@ -393,21 +364,6 @@ class DataPlane:
         """Every model the repositories hold, with the states of its known versions."""
         return await self.control.index(ready)
 
-    def _check_model_control(self) -> None:
-        if self.options.model_control_mode != "explicit":
-            raise Unavailable("explicit model load / unload is not allowed if polling is enabled")
-
-    async def load_model(
-        self, name: str, config_json: str | None = None, files: dict[str, bytes] | None = None
-    ) -> None:
-        """(Re)load ``name``, with a JSON config and ``file:`` contents when given."""
-        self._check_model_control()
-        await self._change("load_model", name, config_json, files)
-
-    async def unload_model(self, name: str, unload_dependents: bool = False) -> None:
-        self._check_model_control()
-        await self._change("unload_model", name, unload_dependents)
-
     # -- trace settings -----------------------------------------------------------
 
     async def trace_setting(
@@ -419,93 +375,6 @@ class DataPlane:
         if changes is not None:
             await self._change("trace_setting", model, dict(changes))
         return self.trace_settings.snapshot(model)
-
-    # -- log settings -------------------------------------------------------------
-
-    async def log_setting(self, changes: Mapping[str, Any] | None = None) -> LogSettingValues:
-        """The log settings, after applying ``changes`` (None values ignored) if given."""
-        if changes is not None:
-            await self._change("log_setting", dict(changes))
-        return self.log_settings.snapshot()
-
-    # -- shared memory ------------------------------------------------------------
-
-    def shm_status(self, kind: str, name: str = "") -> list[RegionStatus]:
-        """Region ``name``, or every region of ``kind`` ("system" or "cuda") when empty."""
-        return self.shm.status(kind, name)
-
-    def check_shm_region_name(self, kind: str, name: str) -> None:
-        """A region to register needs a name (the manager itself takes any).
-
-        A frontend calls it before it reads the rest of the request, as Triton does.
-        """
-        if not name:
-            raise InvalidArgument(
-                f"'region name' is necessary to register {kind} shared memory region"
-            )
-
-    async def shm_register(self, kind: str, name: str, **fields: Any) -> None:
-        """Register a region: ``key, offset, byte_size`` (system) or
-        ``raw_handle, device_id, byte_size`` (cuda, ``raw_handle`` the 64 raw bytes)."""
-        await self._change("shm_register", kind, name, fields)
-
-    async def shm_unregister(self, kind: str, name: str = "") -> None:
-        """Unregister ``name`` (unknown: no-op), or every region of ``kind`` when empty."""
-        await self._change("shm_unregister", kind, name)
-
-    # -- changes to the server's state ---------------------------------------------
-
-    async def _change(self, method: str, *args: Any) -> None:
-        """Apply a change here, or with ``--workers`` on every worker, in one order."""
-        if self.cluster is None:
-            await self.apply_here((method, args))
-        else:
-            await self.cluster.change((method, args))
-
-    async def apply_here(self, change: Change) -> None:
-        """Apply a change to this process's state (see :mod:`naiad.cluster.journal`)."""
-        method, args = change
-        if method == "load_model":
-            name, config_json, files = args
-            override = None if config_json is None else _override(name, config_json)
-            await self.control.load(name, override, files)
-        elif method == "unload_model":
-            await self.control.unload(*args)
-        elif method == "shm_register":
-            kind, name, fields = args
-            if kind == "cuda":
-                self.shm.register_cuda(
-                    name, fields["raw_handle"], fields["device_id"], fields["byte_size"]
-                )
-            else:
-                self.shm.register_system(
-                    name, fields["key"], fields.get("offset", 0), fields["byte_size"]
-                )
-        elif method == "shm_unregister":
-            self.shm.unregister(*args)
-        elif method == "trace_setting":
-            model, changes = args
-            self.trace_settings.update(changes, model)
-        elif method == "log_setting":
-            self.log_settings.update(args[0])
-        else:
-            raise ValueError(f"not a state change: {method}")
-
-
-def _override(name: str, config_json: str) -> ModelConfig:
-    """The ``config`` parameter of a load request as a config.
-
-    One that does not parse fails the load as in Triton, which cannot "poll" the
-    model with it: INTERNAL, "failed to load '<model>', failed to poll from model
-    repository".  naiad adds the reason, which Triton only logs.
-    """
-    try:
-        return config_from_json(config_json)
-    except ConfigError as exc:
-        raise Internal(
-            f"failed to load '{name}', failed to poll from model repository: "
-            f"invalid config override: {exc.message}"
-        ) from None
 
 
 def _tensor_metadata(
