@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from naiad.core.stats import ModelStats, RecentRequests, quantile
+from naiad.core.stats import ModelStats
+from naiad.core.stats_hooks import RecentRequests
+from naiad.metrics.distributions import quantile
 
 pytestmark = pytest.mark.unit
 

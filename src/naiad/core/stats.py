@@ -3,16 +3,16 @@
 Counters are plain ints updated on the event loop (the schedulers complete
 requests there), so no locks are needed.  ``snapshot`` copies them into the
 frozen values of :mod:`naiad.core.statistics` that the frontends render.
-The Prometheus endpoint reads the same counters at scrape time
-(``naiad.engine.model_metrics``), so the hot path records everything once, here.
+The metrics endpoint reads the same counters at scrape time, so the hot
+path records everything once, here.  What else watches a version's requests
+(per-request latency distributions, the dashboard's recent requests) is
+attached through :mod:`naiad.core.stats_hooks`, so this module names nothing
+above the core.
 """
 
 from __future__ import annotations
 
-import collections
-import math
 import time
-from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Kind
@@ -25,7 +25,7 @@ from naiad.core.statistics import (
 )
 
 if TYPE_CHECKING:
-    from naiad.metrics.latency import LatencyRecorder
+    from naiad.core.stats_hooks import LatencyHook, RecentRequests
 
 #: ``nv_inference_request_failure`` reasons, indexes into ``ModelStats.failures``.
 REJECTED, CANCELED, BACKEND, OTHER = range(4)
@@ -156,7 +156,7 @@ class ModelStats:
         #: (input, infer, output) ns of the latest execution, for trace timestamps.
         self.last_compute: tuple[int, int, int] = (0, 0, 0)
         #: Per-request latency histograms/summaries, when the metrics config asks.
-        self.latency: LatencyRecorder | None = None
+        self.latency: LatencyHook | None = None
         #: The latest successes, once the dashboard has asked for live percentiles.
         self.recent: RecentRequests | None = None
         #: Created when loading starts; ``load_ns`` set by :meth:`record_load`.
@@ -267,33 +267,3 @@ class ModelStats:
                 for size, b in sorted(self.batches.items())
             ),
         )
-
-
-class RecentRequests:
-    """The end times and durations of a version's latest successful requests.
-
-    The dashboard's live p50/p99 need per-request durations, which the
-    statistics extension only keeps as sums.  A version gets one the first
-    time the dashboard asks, so a server nobody watches pays one ``is None``
-    check per request; a watched one, one append to a bounded deque.
-    """
-
-    __slots__ = ("_done",)
-
-    def __init__(self, cap: int = 4096) -> None:
-        self._done: collections.deque[tuple[int, int]] = collections.deque(maxlen=cap)
-
-    def add(self, end_ns: int, request_ns: int) -> None:
-        self._done.append((end_ns, request_ns))
-
-    def since(self, start_ns: int) -> list[int]:
-        """Durations (ns) of the requests that ended at or after ``start_ns`` (wall clock), sorted."""
-        return sorted(d for end, d in self._done if end >= start_ns)
-
-
-def quantile(ordered: Sequence[float], q: float) -> float | None:
-    """The nearest-rank quantile of sorted values (None for none): the dashboard's live
-    percentiles and the metrics summaries both read it."""
-    if not ordered:
-        return None
-    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]

@@ -12,9 +12,10 @@ from __future__ import annotations
 import time
 from dataclasses import dataclass
 
-from naiad.core.stats import RecentRequests, quantile
+from naiad.core.stats_hooks import RecentRequests
 from naiad.engine.model_metrics import pending_requests
 from naiad.engine.registry import ModelRegistry
+from naiad.metrics.distributions import quantile
 
 #: Percentiles are taken over the requests that finished this long ago or later.
 WINDOW_NS = 2_000_000_000

@@ -236,8 +236,8 @@ class ModelMetrics:
         if self.config.histogram_latencies:
             hist = FamilySnapshot(FIRST_RESPONSE_FAMILY, _FIRST_RESPONSE_HELP, "histogram")
             for mv, lb in live:
-                latency = mv.stats.latency
-                if latency is not None and latency.first_response is not None:
+                latency = mv.stats.latency  # attach() made it a LatencyRecorder
+                if isinstance(latency, LatencyRecorder) and latency.first_response is not None:
                     hist.samples.extend(latency.first_response.samples(lb))
             out.append(hist)
         if self.config.summary_latencies:

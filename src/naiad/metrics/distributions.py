@@ -13,7 +13,6 @@ import math
 import time
 from collections.abc import Sequence
 
-from naiad.core.stats import quantile
 from naiad.metrics.exposition import Labels, Sample, format_value
 
 #: Triton's default ``summary_quantiles``: (quantile, allowed error).
@@ -24,6 +23,14 @@ DEFAULT_QUANTILES: tuple[tuple[float, float], ...] = (
     (0.99, 0.001),
     (0.999, 0.001),
 )
+
+
+def quantile(ordered: Sequence[float], q: float) -> float | None:
+    """The nearest-rank quantile of sorted values (None for none): the dashboard's live
+    percentiles and the metrics summaries both read it."""
+    if not ordered:
+        return None
+    return ordered[min(len(ordered) - 1, max(0, math.ceil(q * len(ordered)) - 1))]
 
 
 class Histogram:
