@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 
 from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
-from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.core.errors import InvalidArgument, NotFound, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
@@ -181,22 +181,25 @@ class DataPlane(StatisticsVerbs, StateChanges):
         return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
 
     def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether that version is READY; raises for unknown models and versions."""
+        """Whether that version is READY; raises for unknown models and versions.
+
+        Answers from the registry's entries directly: an unready model is an
+        ordinary answer here, not an error to catch.
+        """
         v = parse_version(version)
         entry = self.registry.entry(name)
         if entry is None:
-            self.registry.get(name, v)  # raises NotFound
-        assert entry is not None
+            raise NotFound(f"Request for unknown model: '{name}' is not found")
         if v is None:
             ready = entry.ready_versions()
             if not ready:
                 return False
-            mv: ModelVersion | None = ready[-1]  # the version requests would reach
+            mv = ready[-1]  # the version requests would reach
         else:
-            mv = entry.versions.get(v)
-            if mv is None:
-                self.registry.get(name, v)  # raises NotFound
-        assert mv is not None
+            found = entry.versions.get(v)
+            if found is None:
+                raise NotFound(f"Request for unknown model: '{name}' version {v} is not found")
+            mv = found
         return mv.ready and all(i.is_ready() for i in mv.instances)
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
