@@ -28,6 +28,7 @@ from naiad.core.raw_input import raw_input
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
 from naiad.core.validation import validate_request
+from naiad.core.versions import parse_version
 from naiad.engine.cache import cache_from_config, uses_cache
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.loader import ModelLoader
@@ -35,7 +36,7 @@ from naiad.engine.log_settings import LogSettings
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
-from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion, parse_version
+from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from naiad.core.errors import InvalidArgument, NotFound, Unavailable
+from naiad.core.errors import NotFound, Unavailable
 from naiad.core.model_state import ModelState as ModelState  # re-exported for dataplane
 from naiad.core.stats import ModelStats
 
@@ -20,15 +20,6 @@ if TYPE_CHECKING:
     from naiad.core.signature import Signature
     from naiad.repository import ModelSource
     from naiad.scheduling import Scheduler
-
-
-def parse_version(text: str) -> int | None:
-    """A protocol version string: "" means the policy's choice."""
-    if text == "":
-        return None
-    if text.isdigit():
-        return int(text)
-    raise InvalidArgument(f"failed to get model version from specified version string '{text}'")
 
 
 class ModelVersion:

@@ -9,8 +9,8 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from naiad.core.errors import InvalidArgument
+from naiad.core.versions import parse_version
 from naiad.engine.live import LiveVersion, live_versions
-from naiad.engine.registry import parse_version
 
 if TYPE_CHECKING:
     from naiad.cluster.peers import Cluster

@@ -37,7 +37,7 @@ from naiad.core.types import (
     RequestedOutput,
     SharedMemoryRef,
 )
-from naiad.engine.registry import parse_version
+from naiad.core.versions import parse_version
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc.parameters import PROTO_PARAMETERS
 

@@ -18,6 +18,7 @@ from naiad.core.datatypes import DataType
 from naiad.core.errors import InvalidArgument
 from naiad.core.parameters import set_request_parameters
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput, SharedMemoryRef
+from naiad.core.versions import parse_version
 from naiad.frontends.http.parameters import JSON_PARAMETERS, boolean, uint
 
 _INT_KINDS = "iu"
@@ -74,7 +75,7 @@ def decode_infer(
         offset = header_length
     if not isinstance(doc, dict):
         raise InvalidArgument("the inference request JSON must be an object")
-    request = InferenceRequest(model, model_version=int(version) if version else None)
+    request = InferenceRequest(model, model_version=parse_version(version))
     request.context = False
     rid = doc.get("id")
     if rid is not None:

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput
+from naiad.core.versions import parse_version
 from naiad.frontends.http.codec import json_to_array, parse_json
 from naiad.frontends.http.encode import dumps, tensor_json
 from naiad.frontends.http.errors import status_of
@@ -36,7 +37,7 @@ def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceReq
     if not isinstance(doc, dict):
         raise InvalidArgument("the generate request body must be a JSON object")
     specs = {s.name: s for s in dp.model_metadata(name, version).inputs}
-    request = InferenceRequest(name, model_version=int(version) if version else None)
+    request = InferenceRequest(name, model_version=parse_version(version))
     params = doc.get("parameters")
     if params is not None and not isinstance(params, dict):
         raise InvalidArgument("Expected JSON object for 'parameters' field")

@@ -17,7 +17,7 @@ from naiad.config import config_to_dict
 from naiad.core import datatypes
 from naiad.core.errors import NaiadError
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput
-from naiad.engine.registry import parse_version
+from naiad.core.versions import parse_version
 from naiad.server import Server
 from naiad.tools.perf.model import ModelInfo, Step
 from naiad.tools.perf.settings import PerfError, PerfSettings
