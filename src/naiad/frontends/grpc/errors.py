@@ -29,4 +29,13 @@ def status_of(error: NaiadError) -> tuple[grpc.StatusCode, str]:
     return STATUS_CODES.get(error.kind, grpc.StatusCode.UNKNOWN), error.message
 
 
-__all__ = ["STATUS_CODES", "status_of"]
+def status_of_failure(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    """The status that answers a handler's failure: a core error by the
+    table, anything else (a bug) as INTERNAL naming it, so the client still
+    gets an answer."""
+    if isinstance(exc, NaiadError):
+        return status_of(exc)
+    return grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}"
+
+
+__all__ = ["STATUS_CODES", "status_of", "status_of_failure"]

@@ -1,9 +1,10 @@
 """The ``inference.GRPCInferenceService`` method table: rpc name -> handler.
 
 Every rpc other than the two inference ones is a function of
-:mod:`naiad.frontends.grpc.service`; this module wraps each once with the
-one place where a :class:`~naiad.core.errors.NaiadError` becomes a gRPC
-status, and with the restricted-protocol check when one is configured.
+:mod:`naiad.frontends.grpc.service`; this module wraps each once so that a
+failure becomes a gRPC status (by :mod:`naiad.frontends.grpc.errors`, the
+one table the inference handlers and the stream use too), and with the
+restricted-protocol check when one is configured.
 """
 
 from __future__ import annotations
@@ -20,7 +21,7 @@ from google.protobuf.message import Message
 from naiad.core.errors import NaiadError
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc import service
-from naiad.frontends.grpc.errors import status_of
+from naiad.frontends.grpc.errors import status_of_failure
 from naiad.frontends.grpc.infer import ModelInfer
 from naiad.frontends.grpc.restricted import CATEGORIES, Rule, allowed, refusal
 from naiad.frontends.grpc.stream import ModelStreamInfer
@@ -132,11 +133,10 @@ def _unary(dp: DataPlane, func: Callable[..., Any]) -> Handler:
         try:
             result = func(dp, msg)
             return (await result) if is_async else result
-        except NaiadError as exc:
-            await context.abort(*status_of(exc))
         except Exception as exc:  # a bug must still answer the client
-            log.exception("gRPC %s failed", getattr(func, "__name__", func))
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+            if not isinstance(exc, NaiadError):
+                log.exception("gRPC %s failed", getattr(func, "__name__", func))
+            await context.abort(*status_of_failure(exc))
 
     return handler
 

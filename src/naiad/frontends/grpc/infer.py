@@ -17,7 +17,7 @@ import grpc
 from naiad.core.errors import NaiadError
 from naiad.frontends.grpc import grpc_service_pb2 as pb
 from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
-from naiad.frontends.grpc.errors import status_of
+from naiad.frontends.grpc.errors import status_of_failure
 from naiad.frontends.grpc.restricted import forward_headers, trace_context
 
 if TYPE_CHECKING:
@@ -46,9 +46,8 @@ class ModelInfer:
             request.trace_context = trace_context(metadata)
             response = await self.dp.infer(request, endpoint=ENDPOINT)
             return encode_infer_response(response, request)
-        except NaiadError as exc:
-            await context.abort(*status_of(exc))
         except Exception as exc:  # a bug must still answer the client
-            log.exception("ModelInfer failed")
-            await context.abort(grpc.StatusCode.INTERNAL, f"{type(exc).__name__}: {exc}")
+            if not isinstance(exc, NaiadError):
+                log.exception("ModelInfer failed")
+            await context.abort(*status_of_failure(exc))
         raise AssertionError("unreachable: abort raises")
