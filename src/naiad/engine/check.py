@@ -14,6 +14,7 @@ files are opened only to be read.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -95,15 +96,15 @@ class _ModelChecker:
         self.report = report
         #: The models the server would find, for the ensembles that call them.
         self.models = models
-        self.backend_config = {name: dict(settings) for name, settings in backend_config.items()}
         backends = BackendRegistry()
-        options = ServerOptions(
+        #: the server's --backend-config, as a load passes a backend its settings
+        self.options = ServerOptions(
             disable_auto_complete_config=disable_auto_complete_config,
-            backend_config=self.backend_config,
+            backend_config={name: dict(settings) for name, settings in backend_config.items()},
         )
-        self.loader = ModelLoader(ModelRegistry(), backends, options)
+        self.loader = ModelLoader(ModelRegistry(), backends, self.options)
         # Finds the backend and model files when auto-complete itself fails.
-        plain = ServerOptions(disable_auto_complete_config=True, backend_config=self.backend_config)
+        plain = dataclasses.replace(self.options, disable_auto_complete_config=True)
         self.plain_loader = ModelLoader(ModelRegistry(), backends, plain)
 
     def check(self, source: ModelSource) -> None:
@@ -241,7 +242,7 @@ class _ModelChecker:
         """The backend's own checks of a version's model file (``Backend.check_version``)."""
         assert prepared.backend is not None
         try:
-            settings = self.backend_config.get(prepared.config.backend, {})
+            settings = self.options.backend_config.get(prepared.config.backend, {})
             prepared.backend.check_version(prepared.config, source.path, version, settings)
         except NaiadError as exc:
             path = prepared.backend.model_file(prepared.config, source.path, version)

@@ -125,7 +125,6 @@ def _rounds(text: str) -> int:
 def run(args: argparse.Namespace) -> int:
     from pathlib import Path
 
-    from naiad.tools.interrupt import INTERRUPTED
     from naiad.tools.optimize.errors import OptimizeError, Refused
 
     try:
@@ -145,8 +144,7 @@ def run(args: argparse.Namespace) -> int:
         report = flow.run(args)
         print("\n".join(report.lines()))
         if report.interrupted:
-            print("naiad optimize: interrupted: nothing written", file=sys.stderr)
-            return INTERRUPTED
+            return _interrupted()
         refusal = report.refusal()
         if not report.accepted and refusal:
             raise Refused(f"refused: {refusal}; nothing written (pass --force to write it anyway)")
@@ -159,6 +157,13 @@ def run(args: argparse.Namespace) -> int:
         print(f"naiad optimize: error: {exc}", file=sys.stderr)
         return 2
     except KeyboardInterrupt:
-        print("naiad optimize: interrupted: nothing written", file=sys.stderr)
-        return INTERRUPTED
+        return _interrupted()
     return 0
+
+
+def _interrupted() -> int:
+    """Ctrl-C, during a measurement or a step before it: nothing was written."""
+    from naiad.tools.interrupt import INTERRUPTED
+
+    print("naiad optimize: interrupted: nothing written", file=sys.stderr)
+    return INTERRUPTED
