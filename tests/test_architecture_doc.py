@@ -11,7 +11,6 @@ order than ``tests/test_layers.py``'s ``LAYERS``.
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 from test_layers import LAYERS, RANK, SRC
