@@ -41,6 +41,8 @@ class Arg:
     required: bool = False
     #: argparse's attribute; the field's name for a field's only flag.
     dest: str | None = None
+    #: The ``--help`` section it is listed in (a field's other flags: its first's).
+    group: str | None = None
 
 
 @dataclass(frozen=True)
@@ -59,14 +61,16 @@ def flag(
     repeat: bool = False,
     required: bool = False,
     dest: str | None = None,
+    group: str | None = None,
     more: tuple[Arg, ...] = (),
     read: Reader | None = None,
     default: Any = dataclasses.MISSING,
     default_factory: Any = dataclasses.MISSING,
 ) -> Any:
     """A dataclass field set by the flag ``names`` (and the flags in ``more``); ``read``
-    turns what was given into the field's value (default: the first flag's value)."""
-    first = Arg(names, help, metavar, choices, type, switch, repeat, required, dest)
+    turns what was given into the field's value (default: the first flag's value).
+    ``{default}`` in ``help`` is the field's default."""
+    first = Arg(names, help, metavar, choices, type, switch, repeat, required, dest, group)
     metadata = {_FLAGS: Flags((first, *more), read)}
     if default_factory is not dataclasses.MISSING:
         return dataclasses.field(default_factory=default_factory, metadata=metadata)
@@ -74,10 +78,21 @@ def flag(
 
 
 def add_flags(parser: argparse.ArgumentParser, settings: type) -> None:
-    """Every declared flag of ``settings``, in the order of its fields."""
+    """Every declared flag of ``settings``, in the order of its fields, each in its
+    group (groups listed in the order they first appear)."""
+    groups: dict[str, argparse._ArgumentGroup] = {}
     for f, flags in _declared(settings):
         for arg in flags.args:
-            how: dict[str, Any] = {"dest": _dest(f, flags, arg), "help": arg.help}
+            title = arg.group or flags.args[0].group
+            where: argparse.ArgumentParser | argparse._ArgumentGroup = parser
+            if title is not None:
+                where = groups.get(title) or groups.setdefault(
+                    title, parser.add_argument_group(title)
+                )
+            text = arg.help
+            if text is not None and "{default}" in text:
+                text = text.replace("{default}", _shown(f))
+            how: dict[str, Any] = {"dest": _dest(f, flags, arg), "help": text}
             if arg.switch:
                 how.update(action="store_const", const=True, default=None)
             else:
@@ -86,7 +101,7 @@ def add_flags(parser: argparse.ArgumentParser, settings: type) -> None:
                     how.update(action="append", default=None)
                 else:
                     how.update(required=arg.required, default=None)
-            parser.add_argument(*arg.names, **how)
+            where.add_argument(*arg.names, **how)
 
 
 def settings_from(args: argparse.Namespace, settings: type) -> dict[str, Any]:
@@ -103,6 +118,16 @@ def settings_from(args: argparse.Namespace, settings: type) -> dict[str, Any]:
 
 def _declared(settings: type) -> list[tuple[dataclasses.Field[Any], Flags]]:
     return [(f, f.metadata[_FLAGS]) for f in dataclasses.fields(settings) if _FLAGS in f.metadata]
+
+
+def _shown(f: dataclasses.Field[Any]) -> str:
+    """A field's default as ``--help`` says it (a tuple as perf_analyzer writes a list)."""
+    default = f.default_factory() if f.default_factory is not dataclasses.MISSING else f.default
+    if isinstance(default, tuple):
+        return ",".join(str(v) for v in default)
+    if isinstance(default, float):
+        return f"{default:g}"
+    return str(default)
 
 
 def _dest(f: dataclasses.Field[Any], flags: Flags, arg: Arg) -> str:
