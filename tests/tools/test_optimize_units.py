@@ -177,3 +177,18 @@ def test_a_round_is_the_ratio_of_medians_so_one_stall_does_not_decide_it() -> No
     # Throughput is what the client saw, stall included: 5 items in 50.32 us.
     assert timing.throughputs("after")[0] == pytest.approx(5 / 50.32e-6)
     assert spread([10.0, 10.0]) == 0.0 and spread([9.0, 11.0]) == pytest.approx(0.1414, 1e-3)
+
+
+def test_each_default_is_written_once_and_help_states_it():
+    import argparse
+
+    from naiad.tools.optimize import command
+
+    parser = argparse.ArgumentParser(prog="naiad optimize")
+    command.add_arguments(parser)
+    args = parser.parse_args(["--torch", "net.pt"])
+    assert (args.opset, args.samples, args.rounds, args.max_drift) == (17, 16, 5, 1e-3)
+    text = " ".join(parser.format_help().split())
+    for said in ("(default 17)", "(default optimized;", "(default 8)", "(default 16)",
+                 "(default 200)", "(default 5, at least 2)", "(default 0.001;"):  # fmt: skip
+        assert said in text

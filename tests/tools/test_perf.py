@@ -207,6 +207,20 @@ def test_the_csv_columns_are_perf_analyzers(served, tmp_path, capsys):
         assert ours.read_text().splitlines()[0] == theirs.read_text().splitlines()[0]
 
 
+def test_collect_metrics_reads_the_metrics_port(served, tmp_path, capsys):
+    out_csv = tmp_path / "metrics.csv"
+    code, _, err = perf(capsys, "-m", "add_sub", "-u", f"127.0.0.1:{served.http_port}", *QUICK,
+                        "--collect-metrics", "--metrics-interval", "50", "--metrics-url",
+                        f"127.0.0.1:{served.metrics_port}/metrics", "--verbose-csv",
+                        "-f", str(out_csv))  # fmt: skip
+    assert code == 0, err
+    assert (
+        out_csv.read_text()
+        .splitlines()[0]
+        .endswith("Avg GPU Utilization,Avg GPU Power Usage,Max GPU Memory Usage,Total GPU Memory")
+    )
+
+
 def test_the_load_spread_over_client_processes(served, tmp_path, capsys):
     code, out, err = perf(capsys, "-m", "add_sub", "-u", f"127.0.0.1:{served.http_port}",
                           "--concurrency-range", "4", "--client-processes", "2", *QUICK)  # fmt: skip

@@ -12,40 +12,21 @@ from __future__ import annotations
 import tempfile
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, field
 from pathlib import Path
 
 from naiad.tools.analyze import charts, search
 from naiad.tools.analyze.errors import AnalyzeError, NothingFits
-from naiad.tools.analyze.model import AnalyzedModel, Asked
+from naiad.tools.analyze.model import AnalyzedModel
 from naiad.tools.analyze.objective import Constraints, best_point, choose, score
+from naiad.tools.analyze.options import Options
 from naiad.tools.analyze.output import config_text, write_best_repository
 from naiad.tools.analyze.report import Analysis, write_report
 from naiad.tools.analyze.results import Trial, write_csv
 from naiad.tools.analyze.server import ChildServer, LoadFailed, Server
 from naiad.tools.analyze.space import Candidate, Space
 from naiad.tools.interrupt import INTERRUPTED
-from naiad.tools.perf.settings import PerfSettings
 
 Say = Callable[[str], None]
-
-
-@dataclass
-class Options:
-    model: str
-    out_dir: Path
-    repository: Path | None = None
-    url: str | None = None
-    server_pid: int | None = None
-    protocol: str = "http"
-    search: str = "quick"
-    constraints: Constraints = field(default_factory=Constraints)
-    asked: Asked = field(default_factory=Asked)
-    #: The sweep of each trial (model and url are filled in when the server is known).
-    sweep: PerfSettings = field(default_factory=lambda: PerfSettings(model=""))
-    startup_timeout_s: float = 120.0
-    #: Sweeps per configuration (their spread is the noise of its throughput).
-    repeats: int = 2
 
 
 def run(options: Options, say: Say = print) -> int:

@@ -17,25 +17,10 @@ from typing import Any
 
 from naiad.config import ModelConfig
 from naiad.tools.analyze.errors import AnalyzeError
+from naiad.tools.analyze.options import DEFAULT_DELAYS_US, DEFAULT_MAX_BATCH_SIZES, Asked
 from naiad.tools.analyze.space import Candidate, Space
 
-#: Defaults of the searched values (each knob also gets the model's own value).
-DEFAULT_MAX_BATCH_SIZES = (4, 16, 64)
-DEFAULT_DELAYS_US = (0, 100, 1000)
-
 _INTRA, _INTER = "intra_op_thread_count", "inter_op_thread_count"
-
-
-@dataclass(frozen=True)
-class Asked:
-    """The values the command line asked for; None: the defaults for this model."""
-
-    instances: tuple[int, ...] | None = None
-    dynamic_batching: tuple[bool, ...] | None = None
-    max_batch_sizes: tuple[int, ...] | None = None
-    delays_us: tuple[int, ...] | None = None
-    intra_op_threads: tuple[int, ...] | None = None
-    inter_op_threads: tuple[int, ...] | None = None
 
 
 @dataclass(frozen=True)

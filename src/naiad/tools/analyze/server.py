@@ -16,19 +16,23 @@ With ``--url`` the server is one already running in explicit mode.
 
 from __future__ import annotations
 
-import json
+import asyncio
 import shutil
 import time
-import urllib.error
-import urllib.request
+from collections.abc import Coroutine
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 from urllib.parse import quote
 
 from naiad.tools.analyze.errors import AnalyzeError
+from naiad.tools.client import HttpClient, ServerError, Unreachable
 
 #: How long one load or config request may take (loading a big model is slow).
 _REQUEST_TIMEOUT_S = 300
+#: How long a readiness probe waits for its answer.
+_PROBE_TIMEOUT_S = 2
+
+T = TypeVar("T")
 
 
 class LoadFailed(Exception):
@@ -50,34 +54,42 @@ class Server:
         body: dict[str, Any] = {}
         if config_json is not None:
             body["parameters"] = {"config": config_json}
-        self._call("POST", f"/v2/repository/models/{quote(model)}/load", body, LoadFailed)
+        path = f"/v2/repository/models/{quote(model, safe='')}/load"
+        try:
+            self._run(self._client().call("POST", path, body))
+        except ServerError as exc:
+            raise LoadFailed(exc.message) from None
 
     def served_config(self, model: str) -> dict[str, Any]:
-        reply = self._call("GET", f"/v2/models/{quote(model)}/config", None, AnalyzeError)
-        config = json.loads(reply)
+        path = f"/v2/models/{quote(model, safe='')}/config"
+        try:
+            config = self._run(self._client().json("GET", path))
+        except ServerError as exc:
+            raise AnalyzeError(exc.message) from None
         if not isinstance(config, dict):
-            raise AnalyzeError(f"the server answered model '{model}''s config with {reply[:80]!r}")
+            raise AnalyzeError(f"the server answered model '{model}''s config with {config!r:.80}")
         return config
+
+    def live(self) -> bool:
+        """Whether the server answers its liveness probe now."""
+        try:
+            status, _ = self._run(self._client(_PROBE_TIMEOUT_S).request("GET", "/v2/health/live"))
+        except AnalyzeError:
+            return False
+        return status == 200
 
     def stop(self) -> None:
         """Nothing to stop: the server is not ours."""
 
-    def _call(
-        self, method: str, path: str, body: dict[str, Any] | None, error: type[Exception]
-    ) -> str:
-        data = None if body is None else json.dumps(body).encode()
-        request = urllib.request.Request(
-            f"http://{self.http_address}{path}", data=data, method=method,
-            headers={"Content-Type": "application/json"} if data is not None else {},
-        )  # fmt: skip
+    def _client(self, timeout_s: float = _REQUEST_TIMEOUT_S) -> HttpClient:
+        return HttpClient(self.http_address, timeout_s=timeout_s)
+
+    def _run(self, call: Coroutine[Any, Any, T]) -> T:
+        """One call, on a loop of its own (naiad analyze's steps are synchronous)."""
         try:
-            with urllib.request.urlopen(request, timeout=_REQUEST_TIMEOUT_S) as reply:
-                return str(reply.read().decode())
-        except urllib.error.HTTPError as exc:
-            raise error(_message(exc)) from None
-        except (OSError, ValueError) as exc:
-            reason = getattr(exc, "reason", exc)
-            raise AnalyzeError(f"cannot reach naiad at {self.http_address}: {reason}") from None
+            return asyncio.run(call)
+        except Unreachable as exc:
+            raise AnalyzeError(f"cannot reach naiad at {self.http_address}: {exc}") from None
 
 
 class ChildServer(Server):
@@ -111,14 +123,8 @@ class ChildServer(Server):
                     f"the naiad server did not start (exit code {self.child.returncode}): "
                     f"{_last_line(self.child.output())}"
                 )
-            try:
-                with urllib.request.urlopen(
-                    f"http://{self.http_address}/v2/health/live", timeout=2
-                ) as reply:
-                    if reply.status == 200:
-                        return
-            except OSError:
-                pass
+            if self.live():
+                return
             if time.monotonic() > deadline:
                 self.stop()
                 raise AnalyzeError(f"the naiad server did not start within {timeout:g} s")
@@ -133,14 +139,6 @@ def _link(source: Path, target: Path) -> None:
         target.symlink_to(source.resolve(), target_is_directory=True)
     except OSError:  # no symbolic links here (some Windows set-ups)
         shutil.copytree(source, target)
-
-
-def _message(exc: urllib.error.HTTPError) -> str:
-    try:
-        text = exc.read().decode(errors="replace")
-        return str(json.loads(text).get("error", text))
-    except ValueError:
-        return f"HTTP {exc.code}"
 
 
 def _last_line(output: str) -> str:

@@ -64,7 +64,11 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     how.add_argument("--calibration-data", metavar="FILE",
                      help="inputs for --quantize static: perf_analyzer JSON input data or .npz")  # fmt: skip
     how.add_argument(
-        "--opset", type=int, metavar="N", help="ONNX opset of a --torch export (default 17)"
+        "--opset",
+        type=int,
+        metavar="N",
+        default=17,
+        help="ONNX opset of a --torch export (default %(default)s)",
     )
     how.add_argument("--datatype", action="append", default=[], metavar="NAME:TYPE",
                      help="a --torch input's datatype (default FP32)")  # fmt: skip
@@ -74,7 +78,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     where = parser.add_argument_group("where the result goes")
     where.add_argument("--output-dir", metavar="DIR", default="optimized",
                        help="a repository model's copy goes to DIR/MODEL/1/, with its config "
-                       "(default optimized; the source repository is left alone)")  # fmt: skip
+                       "(default %(default)s; the source repository is left alone)")  # fmt: skip
     where.add_argument("--into-repository", action="store_true",
                        help="instead, add the copy to --model-repository as the model's next "
                        "version (which a server then serves)")  # fmt: skip
@@ -87,7 +91,7 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
                        help="with --into-repository: the new version's number (default: the "
                        "next free one)")  # fmt: skip
     where.add_argument("--max-batch-size", metavar="N", type=int, default=8,
-                       help="max_batch_size of the config written for --torch (default 8)")  # fmt: skip
+                       help="max_batch_size of the config written for --torch (default %(default)s)")  # fmt: skip
     where.add_argument("--report", metavar="FILE", help="also write the report as JSON")
 
     check = parser.add_argument_group("checking")
@@ -97,19 +101,19 @@ def add_arguments(parser: argparse.ArgumentParser) -> None:
     check.add_argument("--input-data", metavar="FILE",
                        help="sample inputs: perf_analyzer JSON input data or .npz (default random)")  # fmt: skip
     check.add_argument("--samples", metavar="N", type=positive_int, default=16,
-                       help="random sample requests for the drift check (default 16)")  # fmt: skip
+                       help="random sample requests for the drift check (default %(default)s)")  # fmt: skip
     check.add_argument("--batch-size", metavar="N", type=positive_int, default=1,
-                       help="batch size of random samples (default 1)")  # fmt: skip
+                       help="batch size of random samples (default %(default)s)")  # fmt: skip
     check.add_argument("--requests", metavar="N", type=positive_int, default=200,
-                       help="timed requests per version, over all rounds (default 200)")  # fmt: skip
+                       help="timed requests per version, over all rounds (default %(default)s)")  # fmt: skip
     check.add_argument("--rounds", metavar="N", type=_rounds, default=5,
                        help="measurement rounds; each gives one paired speed-up, their "
-                       "spread the noise (default 5, at least 2)")  # fmt: skip
+                       "spread the noise (default %(default)s, at least 2)")  # fmt: skip
     check.add_argument(
         "--seed", metavar="N", type=int, default=0, help="seed of the random samples"
     )
     check.add_argument("--max-drift", metavar="X", type=float, default=1e-3,
-                       help="largest max-abs output difference accepted (default 0.001; "
+                       help="largest max-abs output difference accepted (default %(default)s; "
                        "quantisation needs more)")  # fmt: skip
     check.add_argument("--force", action="store_true",
                        help="write the result whatever its drift and speed")  # fmt: skip

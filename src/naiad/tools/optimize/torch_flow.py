@@ -18,8 +18,6 @@ from naiad.tools.optimize.generated_config import config_for
 from naiad.tools.optimize.inputs import InputSpec, check_names, parse_datatypes, parse_shapes
 from naiad.tools.optimize.report import Report
 
-DEFAULT_OPSET = 17
-
 
 def run(args: argparse.Namespace) -> Report:
     if args.quantize or args.level or args.model or args.onnx:
@@ -52,7 +50,7 @@ def run(args: argparse.Namespace) -> Report:
             f"--output {args.output}: folder {Path(args.output).parent} does not exist"
         )
     output_names = [n for n in (args.output_names or "").split(",") if n]
-    opset = args.opset or DEFAULT_OPSET
+    opset = args.opset
     module = torch_export.load_module(args.torch)
     report = Report(args.torch, args.torch, [f"ONNX export (opset {opset})"], args.max_drift)
     with tempfile.TemporaryDirectory(prefix="naiad-export-") as scratch:

@@ -11,9 +11,10 @@ import contextlib
 import math
 import os
 import re
-import urllib.request
+import ssl
 from collections.abc import Callable
 
+from naiad.tools.client import HttpClient, ServerError, Unreachable, split_url
 from naiad.tools.perf.loop import run_on_new_loop
 from naiad.tools.perf.measure import StepResult, measure_step
 from naiad.tools.perf.procs import Group, Processes, prepared
@@ -85,8 +86,9 @@ class _Metrics:
     }
 
     def __init__(self, settings: PerfSettings) -> None:
-        url = settings.metrics_url
-        self.url = url if url.startswith("http") else f"http://{url}"
+        address, self.path, tls = split_url(settings.metrics_url)
+        self.client = HttpClient(address, tls=ssl.create_default_context() if tls else None,
+                                 timeout_s=5)  # fmt: skip
         self.interval = settings.metrics_interval_ms / 1000
         self.readings: dict[str, list[float]] = {}
         self._task = asyncio.ensure_future(self._poll())
@@ -112,15 +114,11 @@ class _Metrics:
 
     async def _poll(self) -> None:
         while True:
-            with contextlib.suppress(OSError, ValueError):
-                text = await asyncio.to_thread(self._scrape)
+            with contextlib.suppress(ServerError, Unreachable, ValueError):
+                text = (await self.client.call("GET", self.path)).decode()
                 for line in text.splitlines():
                     match = re.match(r"^(\w+)(?:\{[^}]*\})? ([0-9.eE+-]+)$", line)
                     if match and match.group(1) in self.NAMES:
                         key = self.NAMES[match.group(1)]
                         self.readings.setdefault(key, []).append(float(match.group(2)))
             await asyncio.sleep(self.interval)
-
-    def _scrape(self) -> str:
-        with urllib.request.urlopen(self.url, timeout=5) as reply:
-            return str(reply.read().decode())
