@@ -106,7 +106,7 @@ def sequences(repo: Path) -> Iterator[Served]:
     acc_state(repo)
     streamed_sums(repo)
     server = Served(repo)
-    server.wait_for(r"2 workers serving HTTP")
+    server.wait_ready()
     yield server
     server.stop()
 
@@ -171,7 +171,7 @@ def explicit(repo: Path) -> Iterator[Served]:
     onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=("batch", 4))
     write_config(repo / "add_sub", "max_batch_size: 8\n")
     server = Served(repo, "--model-control-mode=explicit", "--allow-client-shm=true")
-    server.wait_for(r"2 workers serving HTTP")
+    server.wait_ready()
     yield server
     server.stop()
 

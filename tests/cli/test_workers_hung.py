@@ -79,7 +79,7 @@ def test_a_stopped_worker_is_restarted_and_its_sequences_fail_clearly(repo: Path
     served = Served(repo, "--worker-timeout-secs=5")  # a busy machine may starve a loop for 2 s
     held: dict[int, list[http.client.HTTPConnection]] = {}
     try:
-        served.wait_for(r"2 workers serving HTTP")
+        served.wait_ready()
         held = _connections(served, 1)
         victim, healthy = 1, held[0][0]
         victim_pid = _pid_of(served, victim)
@@ -159,7 +159,7 @@ def test_sigterm_closes_idle_keep_alive_connections_while_requests_drain(repo: P
     held: dict[int, list[http.client.HTTPConnection]] = {}
     answers: list[http.client.HTTPResponse] = []
     try:
-        served.wait_for(r"2 workers serving HTTP")
+        served.wait_ready()
         held = _connections(served, 3)
         # On each worker, one request that waits for the test, and two idle connections.
 
