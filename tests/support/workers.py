@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
 import re
@@ -60,6 +61,24 @@ class Served:
 
     def workers(self) -> list[psutil.Process]:
         return psutil.Process(self.proc.pid).children()
+
+    def wait_replaced(self, before: list[psutil.Process]) -> psutil.Process:
+        """The worker started in place of one of ``before`` (the workers as they were),
+        once it serves: it listens on the HTTP port, which a worker opens once its
+        models are loaded, just before it writes its ready line to the supervisor."""
+        known = {w.pid for w in before}
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            assert self.proc.poll() is None, "the supervisor exited:\n" + "\n".join(self.log)
+            workers = self.workers()
+            new = [w for w in workers if w.pid not in known]
+            if len(workers) == 2 and new:
+                with contextlib.suppress(psutil.Error):
+                    if any(c.laddr.port == self.http and c.status == psutil.CONN_LISTEN
+                           for c in new[0].net_connections("tcp")):  # fmt: skip
+                        return new[0]
+            assert time.monotonic() < deadline, "no worker replaced it:\n" + "\n".join(self.log)
+            time.sleep(0.1)
 
     def stop(self) -> int:
         """SIGTERM, then its exit code; whatever a failed test left running in its
