@@ -54,16 +54,14 @@ class Announcement:
         """The pipe the parent handed over (none when nobody asked), out of the
         environment and not inheritable, so model processes never hold it open."""
         value = os.environ.pop(READY_FD, None)
-        if value is None:
+        if value is None or not value.isdigit():
             return cls(None)
         fd = int(value)
-        with contextlib.suppress(OSError):
+        try:
             os.set_inheritable(fd, False)
+        except OSError:  # not open here: nobody handed us a pipe after all
+            return cls(None)
         return cls(fd)
-
-    def __bool__(self) -> bool:
-        """Whether a parent waits for the line."""
-        return self.fd is not None
 
     def serving(self, ports: Mapping[str, int]) -> None:
         """Tell the parent the server serves on ``ports`` (once; then the pipe closes)."""
