@@ -120,9 +120,12 @@ def test_a_child_that_fails_to_start_is_reported(small_repo, server_type):
     (small_repo / "broken" / "config.pbtxt").write_text(
         'backend: "onnxruntime"\nmax_batch_sise: 2\n'
     )
-    runner = naiad.Runner("broken", small_repo, server_type=server_type)
+    # However patient the runner, a child that exits says so at once (its ready pipe closes).
+    runner = naiad.Runner("broken", small_repo, server_type=server_type, startup_timeout=600)
+    started = time.monotonic()
     with pytest.raises(naiad.NaiadError, match=r"exited with code 1 while starting") as info:
         runner.start()
+    assert time.monotonic() - started < 300
     assert info.value.kind is Kind.UNAVAILABLE
     assert "max_batch_sise" in info.value.message  # its last output says what is wrong
     assert not runner.started
