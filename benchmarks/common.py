@@ -14,10 +14,14 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "src"))  # this checkout's naiad, as its servers run it
+
+from naiad.ready import NotServing, ServeProcess  # noqa: E402
+
 REFERENCE = Path(os.environ.get("NAIAD_REFERENCE_HOME", Path.home() / ".cache/naiad-reference"))
 PERF_ANALYZER = REFERENCE / "bin" / "perf_analyzer"
 TRITONSERVER = REFERENCE / "bin" / "tritonserver"
@@ -42,10 +46,19 @@ def free_port() -> int:
         return s.getsockname()[1]
 
 
-def wait_ready(
-    port: int, proc: subprocess.Popen, timeout: float = 120.0, protocol: str = "http"
-) -> None:
-    """Wait until the server on ``port`` says it is ready over ``protocol``."""
+#: A server a benchmark started: naiad (with its ready pipe) or the reference Triton.
+Server = ServeProcess | subprocess.Popen
+
+
+def wait_ready(port: int, proc: Server, timeout: float = 120.0, protocol: str = "http") -> None:
+    """Wait until the server on ``port`` is ready: naiad says so down its ready pipe
+    (naiad.ready), Triton is asked over ``protocol`` until it answers."""
+    if isinstance(proc, ServeProcess):
+        try:
+            proc.wait_ready(timeout)
+        except NotServing as exc:
+            raise RuntimeError(str(exc)) from None
+        return
     (_wait_grpc if protocol == "grpc" else _wait_http)(port, proc, timeout)
 
 
@@ -98,18 +111,29 @@ def checkout_env() -> dict[str, str]:
 
 def start_naiad(
     repo: Path, port: int, log: Path, protocol: str = "http", **settings: object
-) -> subprocess.Popen:
+) -> ServeProcess:
     """``naiad serve`` (this checkout's) with only the ``protocol`` endpoint on loopback
     ``port`` and metrics off, as :func:`start_triton` starts Triton; ``settings`` are further
     options (``grpc_transport="grpcio"`` for ``--grpc-transport grpcio``)."""
     other = "grpc" if protocol == "http" else "http"
     options = [f"--{key.replace('_', '-')}={value}" for key, value in settings.items()]
-    return subprocess.Popen(
+    return ServeProcess(
         [sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
          f"--{protocol}-address", "127.0.0.1", f"--{protocol}-port", str(port),
          f"--allow-{other}", "false", "--allow-metrics", "false", *options],
-        stdout=log.open("w"), stderr=subprocess.STDOUT, env=checkout_env(),
+        env=checkout_env(), on_line=log_lines(log),
     )  # fmt: skip
+
+
+def log_lines(log: Path) -> Callable[[str], None]:
+    """Each line to ``log`` as it comes (the file stays open while the server runs)."""
+    out = log.open("w")
+
+    def write(line: str) -> None:
+        out.write(line + "\n")
+        out.flush()
+
+    return write
 
 
 def start_triton(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
@@ -123,9 +147,9 @@ def start_triton(repo: Path, port: int, log: Path, protocol: str = "http") -> su
     )  # fmt: skip
 
 
-def stop(procs: Iterable[subprocess.Popen]) -> None:
+def stop(servers: Iterable[Server]) -> None:
     """SIGTERM every server (they drain), then wait; kill what does not exit."""
-    procs = list(procs)
+    procs = [s.process if isinstance(s, ServeProcess) else s for s in servers]
     for proc in procs:
         proc.terminate()
     for proc in procs:

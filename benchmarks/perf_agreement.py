@@ -13,15 +13,16 @@ from __future__ import annotations
 
 import argparse
 import statistics
-import subprocess
 import sys
 import tempfile
 from pathlib import Path
 
 from common import (
     NAIAD_CLI,
+    ServeProcess,
     checkout_env,
     free_port,
+    log_lines,
     naiad_perf,
     perf_analyzer_missing,
     round_order,
@@ -50,11 +51,10 @@ def main() -> int:
         onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=(4,))
         (repo / "add_sub" / "config.pbtxt").write_text('platform: "onnxruntime_onnx"\n')
         http, grpc = free_port(), free_port()
-        server = subprocess.Popen(
+        server = ServeProcess(
             [sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
              "--http-port", str(http), "--grpc-port", str(grpc), "--allow-metrics", "false"],
-            stdout=(Path(tmp) / "naiad.log").open("w"), stderr=subprocess.STDOUT,
-            env=checkout_env(),
+            env=checkout_env(), on_line=log_lines(Path(tmp) / "naiad.log"),
         )  # fmt: skip
         try:
             wait_ready(http, server)

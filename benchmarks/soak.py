@@ -22,7 +22,6 @@ import random
 import re
 import socket
 import statistics
-import subprocess
 import sys
 import threading
 import time
@@ -32,11 +31,11 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+from common import NotServing, ServeProcess
 
 ROOT = Path(__file__).resolve().parents[1]
 REPOSITORY = ROOT / "examples" / "model_repository"
 MODELS = ("add_sub", "add_sub_python")
-_STARTED = re.compile(r"started (http|grpc|metrics) service at \S+:(\d+)")
 
 
 @dataclass
@@ -69,27 +68,12 @@ class Server:
             "--http-port", "0", "--grpc-port", "0", "--metrics-port", "0",
         ]  # fmt: skip
         self.log = log.open("w")
-        self.proc = subprocess.Popen(
-            command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-        )
-        self.ports: dict[str, int] = {}
-        assert self.proc.stdout is not None
-        deadline = time.monotonic() + 120
-        for line in self.proc.stdout:
-            self.log.write(line)
-            found = _STARTED.search(line)
-            if found:
-                self.ports[found.group(1)] = int(found.group(2))
-            if len(self.ports) == 3 or time.monotonic() > deadline:
-                break
-        if len(self.ports) != 3:
-            raise SystemExit(f"naiad serve did not start; see {log}")
-        threading.Thread(target=self._copy_log, daemon=True).start()
-
-    def _copy_log(self) -> None:
-        assert self.proc.stdout is not None
-        for line in self.proc.stdout:
-            self.log.write(line)
+        self.child = ServeProcess(command, on_line=lambda line: print(line, file=self.log))
+        self.proc = self.child.process
+        try:
+            self.ports = self.child.wait_ready(120)  # it says which ports it bound
+        except NotServing as exc:
+            raise SystemExit(f"naiad serve did not start; see {log}") from exc
 
     def rss_mb(self) -> float:
         """The server's resident memory with its Python stub processes."""
@@ -104,8 +88,7 @@ class Server:
         return total / 1024
 
     def stop(self) -> None:
-        self.proc.terminate()
-        self.proc.wait(60)
+        self.child.stop(60)
         self.log.close()
 
 

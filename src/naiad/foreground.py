@@ -19,9 +19,10 @@ from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
 from naiad.cluster.peers import Cluster
-from naiad.cluster.ready import exit_with_supervisor, tell_supervisor
+from naiad.cluster.ready import exit_with_supervisor
 from naiad.core.errors import NaiadError
 from naiad.options.declarations import ServerOptions, flag_of
+from naiad.ready import Announcement
 from naiad.repository.sources import is_url
 
 log = logging.getLogger("naiad")
@@ -35,9 +36,10 @@ def run(options: ServerOptions) -> int:
 
     logs.configure(options.log_verbose, options.log_format, options.log_file)
     LogSettings.from_options(options).apply()  # the --log-info/warning/error switches
+    ready = Announcement.from_environment()  # a parent that waits for us to serve
     loop = new_event_loop()
     try:
-        return loop.run_until_complete(serve(options))
+        return loop.run_until_complete(serve(options, ready))
     except Exception as exc:  # a start-up failure nobody foresaw: still one line
         if options.log_verbose:
             log.exception("naiad serve failed")
@@ -46,11 +48,14 @@ def run(options: ServerOptions) -> int:
                       type(exc).__name__, exc)  # fmt: skip
         return 1
     finally:
+        ready.close()  # unwritten, if it never served: the parent learns so at once
         loop.close()
 
 
-async def serve(options: ServerOptions) -> int:
-    """Serve until SIGINT/SIGTERM; routine start-up failures are one line and exit 1."""
+async def serve(options: ServerOptions, ready: Announcement | None = None) -> int:
+    """Serve until SIGINT/SIGTERM; routine start-up failures are one line and exit 1.
+    Once the frontends listen, ``ready`` tells the parent that started us (if one
+    waits) on which ports (see :mod:`naiad.ready`)."""
     from naiad.frontends.ports import reserved
     from naiad.server import Server
 
@@ -104,9 +109,11 @@ async def serve(options: ServerOptions) -> int:
         return 1
     server.dataplane.started = True
     supervisor = os.getppid()  # before it hears from us: it may die the moment it does
-    orphan = (
-        asyncio.create_task(exit_with_supervisor(supervisor, stop)) if tell_supervisor() else None
-    )
+    if ready is not None:
+        bound = {"http": server.http_port, "grpc": server.grpc_port, "metrics": server.metrics_port}
+        ready.serving({name: port for name, port in bound.items() if port is not None})
+    worker = server.dataplane.cluster is not None  # a --workers supervisor started us
+    orphan = asyncio.create_task(exit_with_supervisor(supervisor, stop)) if worker else None
     # Everything loaded so far lives as long as the server: keep it out of the
     # collector's full passes, which would otherwise stall requests for ms.
     gc.collect()

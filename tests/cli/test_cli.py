@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 from support import onnx_models
 from support.onnx_models import write_config
+from support.served import started
 
 pytestmark = pytest.mark.e2e
 
@@ -226,22 +227,9 @@ def test_help_is_plain_text():
 
 def test_serve_says_what_it_serves_and_how_long_each_model_took(repo):
     onnx_models.identity(repo / "m" / "1" / "model.onnx")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "naiad.cli", *_serve_args(repo)],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.PIPE,
-        text=True,
-    )
-    try:
-        assert proc.stderr is not None
-        lines = []
-        for line in proc.stderr:
-            lines.append(line.rstrip())
-            if "started metrics service" in line:
-                break
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        proc.communicate(timeout=60)
+    lines: list[str] = []
+    with started(_serve_args(repo)[1:], on_line=lines.append):
+        pass  # it serves (its ready pipe said so); SIGTERM, and every line is read
     log = "\n".join(lines)
     from naiad._version import __version__
 

@@ -11,12 +11,6 @@ warning for each flag naiad accepts without effect, naming it.
 
 from __future__ import annotations
 
-import contextlib
-import subprocess
-import sys
-import time
-import urllib.request
-from collections.abc import Iterator
 from pathlib import Path
 
 import numpy as np
@@ -25,7 +19,8 @@ import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from support import onnx_models
 from support.onnx_models import write_config
-from support.processes import free_port, stop
+from support.processes import free_port
+from support.served import started
 
 from naiad.options.triton_flags import WITHOUT_EFFECT
 
@@ -114,31 +109,6 @@ def places(tmp_path: Path) -> dict[str, str]:
             "tmp": str(tmp_path), **ports}  # fmt: skip
 
 
-def _ready(port: str) -> bool:
-    try:
-        with urllib.request.urlopen(f"http://127.0.0.1:{port}/v2/health/ready", timeout=5) as r:
-            return bool(r.status == 200)
-    except OSError:
-        return False
-
-
-@contextlib.contextmanager
-def naiad_serve(args: list[str], log: Path, http: str) -> Iterator[subprocess.Popen[bytes]]:
-    """``naiad serve`` with exactly ``args``, until it answers ready; its output in ``log``."""
-    with log.open("wb") as out:
-        proc = subprocess.Popen([sys.executable, "-m", "naiad.cli", "serve", *args],
-                                stdout=out, stderr=subprocess.STDOUT)  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while not _ready(http):
-            assert proc.poll() is None, f"naiad serve exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"naiad serve never got ready:\n{log.read_text()}"
-            time.sleep(0.2)  # polling readiness under the deadline above
-        yield proc
-    finally:
-        stop(proc)
-
-
 def _infers(places: dict[str, str]) -> None:
     x = np.arange(8, dtype=np.float32).reshape(2, 4)
     for client, module in (
@@ -164,7 +134,7 @@ def _warnings(log: Path) -> dict[str, int]:
 def test_every_flag_of_tritons_documentation(places: dict[str, str], tmp_path: Path) -> None:
     args = DOCS.format(**places).split()
     log = tmp_path / "naiad.log"
-    with naiad_serve(args, log, places["http"]):
+    with started(args, log):  # until it says it serves
         _infers(places)
         warned = _warnings(log)
     assert warned == {spec.flag: 1 for spec in WITHOUT_EFFECT}, log.read_text()
@@ -176,7 +146,7 @@ def test_every_flag_of_tritons_documentation(places: dict[str, str], tmp_path: P
 def test_nvidias_helm_charts(chart: str, places: dict[str, str], tmp_path: Path) -> None:
     args = f"{HELM[chart]} {LOOPBACK}".format(**places).split()
     log = tmp_path / "naiad.log"
-    with naiad_serve(args, log, places["http"]):
+    with started(args, log):  # until it says it serves
         _infers(places)
     assert set(_warnings(log).values()) == {0}, log.read_text()
 
@@ -184,6 +154,6 @@ def test_nvidias_helm_charts(chart: str, places: dict[str, str], tmp_path: Path)
 def test_the_kserve_triton_runtime(places: dict[str, str], tmp_path: Path) -> None:
     args = f"{KSERVE} {LOOPBACK}".format(**places).split()
     log = tmp_path / "naiad.log"
-    with naiad_serve(args, log, places["http"]):
+    with started(args, log):  # until it says it serves
         _infers(places)
     assert set(_warnings(log).values()) == {0}, log.read_text()

@@ -25,7 +25,7 @@ def served(repo: Path) -> Iterator[Served]:
     onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=("batch", 4))
     write_config(repo / "add_sub", "max_batch_size: 8\ndynamic_batching { }\n")
     server = Served(repo)
-    server.wait_for(r"2 workers serving HTTP")
+    server.wait_ready()
     yield server
     server.stop()
 
@@ -48,7 +48,10 @@ def _successes(text: str) -> int:
 
 def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(served):
     assert len(served.workers()) == 2
-    # The supervisor's log names every port it serves, the summed metrics one too.
+    # The supervisor tells its parent the public ports once both workers serve ...
+    ports = {"http": served.http, "grpc": served.grpc, "metrics": served.metrics}
+    assert served.wait_ready() == ports
+    # ... and its log names every port it serves, the summed metrics one too.
     served.wait_for(
         rf"2 workers serving HTTP at 127\.0\.0\.1:{served.http}, gRPC at 127\.0\.0\.1:"
         rf"{served.grpc}, metrics \(the sum of the workers'\) at 127\.0\.0\.1:{served.metrics}$"
@@ -84,7 +87,8 @@ def test_both_workers_answer_on_the_same_ports_and_the_metrics_are_their_sum(ser
 
 
 def test_a_killed_worker_is_replaced_while_the_other_serves(served):
-    victim = served.workers()[0]
+    before = served.workers()
+    victim = before[0]
     victim.kill()
     served.wait_for(rf"worker \d \(pid {victim.pid}\) exited with code -9; .* restarting it")
     # Meanwhile every request gets an answer from the survivor (a connection the dead
@@ -98,11 +102,8 @@ def test_a_killed_worker_is_replaced_while_the_other_serves(served):
                 continue
         else:
             raise AssertionError(f"request {i} failed three times")
-    deadline = time.monotonic() + DEADLINE_S
-    while not (len(served.workers()) == 2 and victim.pid not in [w.pid for w in served.workers()]):
-        assert time.monotonic() < deadline, "the worker was not replaced"
-        time.sleep(0.1)
-    served.wait_for(r"started metrics service", 3)  # the new worker serves
+    served.wait_replaced(before)  # the new worker serves
+    served.wait_for(r"started metrics service", 3)  # and its log says where
     assert served.stop() == 0
 
 

@@ -12,7 +12,6 @@ import os
 import queue
 import re
 import textwrap
-import time
 import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
@@ -106,7 +105,7 @@ def sequences(repo: Path) -> Iterator[Served]:
     acc_state(repo)
     streamed_sums(repo)
     server = Served(repo)
-    server.wait_for(r"2 workers serving HTTP")
+    server.wait_ready()
     yield server
     server.stop()
 
@@ -171,7 +170,7 @@ def explicit(repo: Path) -> Iterator[Served]:
     onnx_models.add_sub(repo / "add_sub" / "1" / "model.onnx", shape=("batch", 4))
     write_config(repo / "add_sub", "max_batch_size: 8\n")
     server = Served(repo, "--model-control-mode=explicit", "--allow-client-shm=true")
-    server.wait_for(r"2 workers serving HTTP")
+    server.wait_ready()
     yield server
     server.stop()
 
@@ -261,14 +260,10 @@ def test_model_control_and_shared_memory_reach_every_worker(explicit):
 
         # A worker that dies comes back as the others are: the model loaded with its
         # override, the region registered.
-        victim = explicit.workers()[0]
-        victim.kill()
+        before = explicit.workers()
+        before[0].kill()
+        explicit.wait_replaced(before)  # the new worker serves
         explicit.wait_for(r"applying \d+ change\(s\) the other workers made")
-        explicit.wait_for(r"started metrics service", 3)
-        deadline = time.monotonic() + DEADLINE_S
-        while victim.pid in [w.pid for w in explicit.workers()] or len(explicit.workers()) < 2:
-            assert time.monotonic() < deadline
-            time.sleep(0.1)
         for client in _fresh(explicit):
             assert client.get_model_config("add_sub")["max_batch_size"] == 2
             assert [r["name"] for r in client.get_system_shared_memory_status()] == ["io"]

@@ -79,13 +79,14 @@ def test_a_stopped_worker_is_restarted_and_its_sequences_fail_clearly(repo: Path
     served = Served(repo, "--worker-timeout-secs=5")  # a busy machine may starve a loop for 2 s
     held: dict[int, list[http.client.HTTPConnection]] = {}
     try:
-        served.wait_for(r"2 workers serving HTTP")
+        served.wait_ready()
         held = _connections(served, 1)
         victim, healthy = 1, held[0][0]
         victim_pid = _pid_of(served, victim)
         corrid = 3  # owned by worker 3 % 2 == victim
         assert _step(healthy, corrid, 5, start=True) == (200, _step_result(5))
 
+        before = served.workers()
         os.kill(victim_pid, signal.SIGSTOP)
         # Passed to its stopped owner, the step fails with UNAVAILABLE naming the worker:
         # the link's ping timed out, or the supervisor killed the worker first.
@@ -97,7 +98,7 @@ def test_a_stopped_worker_is_restarted_and_its_sequences_fail_clearly(repo: Path
             r"\(--worker-timeout-secs\); killing it to restart it"
         )
         served.wait_for(rf"worker {victim} \(pid {victim_pid}\) exited with code -9; .* restarting")
-        served.wait_for(r"started metrics service", 3)  # the new worker serves
+        served.wait_replaced(before)  # the new worker serves
 
         # The sequence's state died with its owner: its next step says so at once ...
         status, body = _step(healthy, corrid, 1)
@@ -159,7 +160,7 @@ def test_sigterm_closes_idle_keep_alive_connections_while_requests_drain(repo: P
     held: dict[int, list[http.client.HTTPConnection]] = {}
     answers: list[http.client.HTTPResponse] = []
     try:
-        served.wait_for(r"2 workers serving HTTP")
+        served.wait_ready()
         held = _connections(served, 3)
         # On each worker, one request that waits for the test, and two idle connections.
 

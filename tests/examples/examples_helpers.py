@@ -5,17 +5,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.util
-import signal
 import subprocess
 import sys
-import time
-import urllib.request
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from types import ModuleType
 
-from support.processes import free_port
+from support.served import started
 
 EXAMPLES = Path(__file__).resolve().parents[2] / "examples"
 
@@ -47,31 +44,10 @@ class Served:
 
 @contextlib.contextmanager
 def naiad_serve(repository: Path, log: Path, timeout: float = 120) -> Iterator[Served]:
-    """``naiad serve --model-repository repository`` until every model is ready; stopped after."""
-    http, grpc, metrics = free_port(), free_port(), free_port()
-    command = [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repository),
-               "--http-port", str(http), "--grpc-port", str(grpc), "--metrics-port", str(metrics)]  # fmt: skip
-    with log.open("w") as out:
-        proc = subprocess.Popen(command, stdout=out, stderr=subprocess.STDOUT)
-    try:
-        deadline = time.monotonic() + timeout
-        while not _ready(f"http://127.0.0.1:{http}/v2/health/ready"):
-            assert proc.poll() is None, f"naiad serve exited:\n{log.read_text()}"
-            assert time.monotonic() < deadline, f"naiad serve is not ready:\n{log.read_text()}"
-            time.sleep(0.2)
-        yield Served(f"127.0.0.1:{http}", f"127.0.0.1:{grpc}", log)
-    finally:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _ready(url: str) -> bool:
-    try:
-        with urllib.request.urlopen(url, timeout=5) as answer:
-            return bool(answer.status == 200)
-    except OSError:
-        return False
+    """``naiad serve --model-repository repository`` on free ports, once it serves (every
+    model loaded); its output in ``log``; stopped after."""
+    args = ["--model-repository", str(repository), "--http-port=0", "--grpc-port=0",
+            "--metrics-port=0"]  # fmt: skip
+    with started(args, log, timeout) as child:
+        assert child.ports is not None
+        yield Served(f"127.0.0.1:{child.ports['http']}", f"127.0.0.1:{child.ports['grpc']}", log)

@@ -11,8 +11,6 @@ import importlib
 import os
 import re
 import subprocess
-import sys
-import threading
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
@@ -314,24 +312,10 @@ def test_cuda_shared_memory_with_tritonclient(tmp_path: Path) -> None:
     """CUDA IPC handles cannot be opened by the process that made them: serve from a child."""
     cudashm = importlib.import_module("tritonclient.utils.cuda_shared_memory")
     repo = build_repository(tmp_path / "models")
-    proc = subprocess.Popen(
-        [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-         "--http-address", "127.0.0.1", "--http-port", "0", "--allow-grpc", "false",
-         "--allow-metrics", "false"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-        env={**os.environ, "PYTHONPATH": os.pathsep.join(sys.path)},
-    )  # fmt: skip
-    try:
-        port = None
-        assert proc.stderr is not None
-        for line in proc.stderr:
-            found = re.search(r"started http service at [^ ]*:(\d+)", line)
-            if found:
-                port = int(found.group(1))
-                break
-        assert port is not None, "the server did not start"
-        # Keep reading the log so a full pipe never blocks the server.
-        threading.Thread(target=proc.stderr.read, daemon=True).start()
+    from support.served import naiad_serve
+
+    with naiad_serve(repo, "--allow-grpc", "false", "--allow-metrics", "false") as served:
+        port = served.http_port  # it says which once it serves
         c = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
         a, b = np.arange(16, dtype=np.int32).reshape(1, 16), np.full((1, 16), 5, np.int32)
         inp = cudashm.create_shared_memory_region("cin", 128, 0)
@@ -362,9 +346,6 @@ def test_cuda_shared_memory_with_tritonclient(tmp_path: Path) -> None:
             cudashm.destroy_shared_memory_region(inp)
             cudashm.destroy_shared_memory_region(outp)
             c.close()
-    finally:
-        proc.terminate()
-        proc.communicate(timeout=60)
 
 
 def test_a_client_truncating_its_region_cannot_kill_the_server(

@@ -15,7 +15,8 @@ from pathlib import Path
 import pytest
 
 from naiad.cli import build_parser
-from naiad.options.declarations import GROUPS, ServerOptions, declared, options_by_flag, why_no_flag
+from naiad.options.declarations import ServerOptions, options_by_flag
+from naiad.options.fields import GROUPS, declared, why_no_flag
 from naiad.options.flags import options_from_args, serve_parser, shown_default
 from naiad.options.triton_flags import GROUP as WITHOUT_EFFECT_GROUP
 from naiad.options.triton_flags import WITHOUT_EFFECT

@@ -8,21 +8,18 @@ import http.client
 import re
 import socket
 import subprocess
-import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from support.processes import stop
-
-_STARTED = re.compile(r"started (http|grpc|metrics) service at \S+:(\d+)")
+from naiad.ready import NotServing, ServeProcess, serve_command
 
 
 @dataclass
 class Served:
-    proc: subprocess.Popen[str]
+    proc: subprocess.Popen[bytes]
     ports: dict[str, int]
     lines: list[str] = field(default_factory=list)
 
@@ -62,46 +59,46 @@ class Served:
 @contextlib.contextmanager
 def naiad_serve(repo: Path, *flags: str, timeout: float = 120) -> Iterator[Served]:
     """Serve ``repo`` with ``flags`` (every port 0 unless a flag says otherwise) until
-    the frontends are listening; stop it with SIGTERM afterwards."""
+    it says it serves, which also says the ports (its ready pipe, naiad.ready); stop
+    it with SIGTERM afterwards."""
     ports = [f"--{name}-port" for name in ("http", "grpc", "metrics")]
     defaults = [arg for flag in ports if flag not in flags for arg in (flag, "0")]
-    command = [
-        sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-        "--http-address", "127.0.0.1", "--grpc-address", "127.0.0.1", *defaults, *flags,
+    args = [
+        "--model-repository", str(repo), "--http-address", "127.0.0.1",
+        "--grpc-address", "127.0.0.1", *defaults, *flags,
     ]  # fmt: skip
-    proc = subprocess.Popen(
-        command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, bufsize=1
-    )
-    served = Served(proc, {})
-    expected = sum(
-        1 for name in ("http", "grpc", "metrics") if f"--allow-{name}=false" not in flags
-    )
-    ready = threading.Event()
+    lines: list[str] = []
+    with started(args, timeout=timeout, on_line=lines.append) as child:
+        assert child.ports is not None
+        yield Served(child.process, child.ports, lines)
 
-    def read() -> None:
-        assert proc.stdout is not None
-        for line in proc.stdout:
-            served.lines.append(line.rstrip())
-            found = _STARTED.search(line)
-            if found:
-                served.ports[found.group(1)] = int(found.group(2))
-                if len(served.ports) == expected:
-                    ready.set()
-        ready.set()
 
-    reader = threading.Thread(target=read, daemon=True)
-    reader.start()
-    try:
-        deadline = time.monotonic() + timeout
-        while not ready.wait(0.1):
-            assert time.monotonic() < deadline, f"naiad serve did not start:\n{served.output()}"
-        assert len(served.ports) == expected, f"naiad serve exited:\n{served.output()}"
-        yield served
-    finally:
-        stop(proc)
-        reader.join(10)
-        if proc.stdout is not None:
-            proc.stdout.close()
+@contextlib.contextmanager
+def started(
+    args: Sequence[str],
+    log: Path | None = None,
+    timeout: float = 120,
+    on_line: Callable[[str], None] | None = None,
+) -> Iterator[ServeProcess]:
+    """``naiad serve args`` once it says it serves (``.ports`` says where); what it
+    prints goes to ``on_line`` and to the file ``log``; SIGTERM afterwards."""
+    with contextlib.ExitStack() as stack:
+        out = None if log is None else stack.enter_context(log.open("w"))
+
+        def line(text: str) -> None:
+            if out is not None:
+                out.write(text + "\n")
+                out.flush()
+            if on_line is not None:
+                on_line(text)
+
+        child = ServeProcess(serve_command(args), on_line=line)
+        stack.callback(child.stop, 60)
+        try:
+            child.wait_ready(timeout)
+        except NotServing as exc:
+            raise AssertionError(str(exc)) from None
+        yield child
 
 
 class HealthWatch:

@@ -5,17 +5,14 @@ from __future__ import annotations
 import contextlib
 import http.client
 import json
-import os
 import re
-import signal
 import socket
-import subprocess
-import sys
-import threading
 import time
 from pathlib import Path
 
 import psutil
+
+from naiad.ready import NotServing, ServeProcess, serve_command
 
 #: Generous: two servers start on a busy two-core machine.
 DEADLINE_S = 120
@@ -32,22 +29,24 @@ class Served:
 
     def __init__(self, repo: Path, *extra: str) -> None:
         self.http, self.grpc, self.metrics = free_port(), free_port(), free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-             "--workers", "2", f"--http-port={self.http}", f"--grpc-port={self.grpc}",
-             f"--metrics-port={self.metrics}", "--http-address=127.0.0.1",
-             "--grpc-address=127.0.0.1", *extra],
-            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+        self.log: list[str] = []
+        self._child = ServeProcess(
+            serve_command([
+                "--model-repository", str(repo), "--workers", "2", f"--http-port={self.http}",
+                f"--grpc-port={self.grpc}", f"--metrics-port={self.metrics}",
+                "--http-address=127.0.0.1", "--grpc-address=127.0.0.1", *extra,
+            ]),
+            on_line=self.log.append,
             start_new_session=True,  # its workers share its process group (see stop)
         )  # fmt: skip
-        self.log: list[str] = []
-        self._reader = threading.Thread(target=self._read, daemon=True)
-        self._reader.start()
+        self.proc = self._child.process
 
-    def _read(self) -> None:
-        assert self.proc.stderr is not None
-        for line in self.proc.stderr:
-            self.log.append(line.rstrip())
+    def wait_ready(self) -> dict[str, int]:
+        """The ports it serves on, once every worker serves (its ready pipe, naiad.ready)."""
+        try:
+            return self._child.wait_ready(DEADLINE_S)
+        except NotServing as exc:
+            raise AssertionError(str(exc)) from None
 
     def wait_for(self, pattern: str, count: int = 1) -> list[re.Match[str]]:
         deadline = time.monotonic() + DEADLINE_S
@@ -63,17 +62,28 @@ class Served:
     def workers(self) -> list[psutil.Process]:
         return psutil.Process(self.proc.pid).children()
 
+    def wait_replaced(self, before: list[psutil.Process]) -> psutil.Process:
+        """The worker started in place of one of ``before`` (the workers as they were),
+        once it serves: it listens on the HTTP port, which a worker opens once its
+        models are loaded, just before it writes its ready line to the supervisor."""
+        known = {w.pid for w in before}
+        deadline = time.monotonic() + DEADLINE_S
+        while True:
+            assert self.proc.poll() is None, "the supervisor exited:\n" + "\n".join(self.log)
+            workers = self.workers()
+            new = [w for w in workers if w.pid not in known]
+            if len(workers) == 2 and new:
+                with contextlib.suppress(psutil.Error):
+                    if any(c.laddr.port == self.http and c.status == psutil.CONN_LISTEN
+                           for c in new[0].net_connections("tcp")):  # fmt: skip
+                        return new[0]
+            assert time.monotonic() < deadline, "no worker replaced it:\n" + "\n".join(self.log)
+            time.sleep(0.1)
+
     def stop(self) -> int:
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-        code = self.proc.wait(DEADLINE_S)
-        # Whatever a failed test left running goes too, or the log pipe never closes.
-        with contextlib.suppress(ProcessLookupError):
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        self._reader.join(10)
-        if self.proc.stderr is not None:
-            self.proc.stderr.close()
-        return code
+        """SIGTERM, then its exit code; whatever a failed test left running in its
+        process group goes too, or the log pipe never closes."""
+        return self._child.stop(DEADLINE_S)
 
 
 def gone(process: psutil.Process) -> bool:

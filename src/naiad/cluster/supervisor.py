@@ -40,9 +40,9 @@ from typing import Any
 
 from naiad.cluster.link import Link, PeerGone
 from naiad.cluster.peers import COUNT, DIRECTORY, INDEX, socket_path
-from naiad.cluster.ready import READY_FD
 from naiad.metrics.aggregate import sum_expositions
 from naiad.options.declarations import ServerOptions
+from naiad.ready import Announcement, ReadyPipe
 
 log = logging.getLogger("naiad")
 
@@ -71,15 +71,19 @@ def run(options: ServerOptions, argv: Sequence[str]) -> int:
     from naiad import logs
 
     logs.configure(options.log_verbose, options.log_format, options.log_file)
+    ready = Announcement.from_environment()  # a parent that waits for us to serve
     # Only this user may enter it, so the workers may trust what comes through it.
     folder = tempfile.mkdtemp(prefix="naiad-workers-")
     try:
-        return asyncio.run(supervise(options, list(argv), folder))
+        return asyncio.run(supervise(options, list(argv), folder, ready))
     finally:
+        ready.close()  # unwritten, if it never served: the parent learns so at once
         shutil.rmtree(folder, ignore_errors=True)
 
 
-async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int:
+async def supervise(
+    options: ServerOptions, argv: list[str], folder: str, ready: Announcement | None = None
+) -> int:
     held = _hold_ports(options)  # a port in use fails here; port 0 becomes a real one
     if isinstance(held, str):
         log.error("%s", held)
@@ -131,6 +135,8 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
             stop.set()
             return await _shut_down(workers, options, failed[0].result())
         if not stop.is_set():
+            if ready is not None:
+                ready.serving(_ports(http_port, grpc_port, metrics))
             log.info(
                 "%d workers serving %s",
                 len(workers),
@@ -159,22 +165,24 @@ async def supervise(options: ServerOptions, argv: list[str], folder: str) -> int
 
 
 def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
-    read, write = os.pipe()
+    pipe = ReadyPipe()  # the worker serves once it writes its line (naiad.ready)
     args = [sys.executable, "-m", "naiad", *command, f"--metrics-port={worker.metrics_port}"]
-    mine = {READY_FD: str(write), INDEX: str(worker.index)}
-    worker.process = subprocess.Popen(args, env={**os.environ, **env, **mine}, pass_fds=(write,))
-    os.close(write)
+    mine = {**pipe.env, INDEX: str(worker.index)}
+    try:
+        worker.process = subprocess.Popen(
+            args, env={**os.environ, **env, **mine}, pass_fds=pipe.pass_fds
+        )
+    finally:
+        pipe.started()
     worker.started = time.monotonic()
     worker.ready.clear()
-    asyncio.get_running_loop().add_reader(read, _on_ready, worker, read)
+    asyncio.get_running_loop().add_reader(pipe.fileno(), _on_ready, worker, pipe)
 
 
-def _on_ready(worker: Worker, fd: int) -> None:
+def _on_ready(worker: Worker, pipe: ReadyPipe) -> None:
     """The worker wrote (ready) or closed its end (exited): stop listening either way."""
-    data = os.read(fd, 64)
-    asyncio.get_running_loop().remove_reader(fd)
-    os.close(fd)
-    if data:
+    asyncio.get_running_loop().remove_reader(pipe.fileno())
+    if pipe.read() is not None:
         worker.ready.set()
 
 
@@ -279,6 +287,14 @@ def _hold_ports(options: ServerOptions) -> tuple[list[socket.socket], int, int] 
         sockets.append(sock)
         ports.append(sock.getsockname()[1])
     return sockets, ports[0], ports[1]
+
+
+def _ports(http_port: int, grpc_port: int, metrics: asyncio.Server | None) -> dict[str, int]:
+    """The public ports, as this server tells a parent that waits for it."""
+    ports = {"http": http_port, "grpc": grpc_port}
+    if metrics is not None:
+        ports["metrics"] = metrics.sockets[0].getsockname()[1]
+    return {name: port for name, port in ports.items() if port >= 0}
 
 
 def _endpoints(

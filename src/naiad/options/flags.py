@@ -17,15 +17,8 @@ from collections.abc import Iterator
 from typing import Any
 
 from naiad.options import triton_flags
-from naiad.options.declarations import (
-    GROUPS,
-    Older,
-    Option,
-    ServerOptions,
-    declared,
-    default_of,
-    options_by_flag,
-)
+from naiad.options.declarations import ServerOptions, default_of, options_by_flag
+from naiad.options.fields import GROUPS, Older, Option, declared
 from naiad.options.values import boolean
 
 

@@ -1,42 +1,34 @@
 """A ``naiad serve`` child process for the runner's network modes.
 
-The parent picks free loopback ports, forwards what the child prints to the
-``naiad.runner`` logger (keeping the last lines for error messages) and
-stops it on close.  The child holds the read end of a pipe from its parent
-and stops itself when that pipe closes, so it does not outlive a parent
-that was killed without a chance to stop it.
+The child binds free loopback ports (port 0) and says which through its ready
+pipe (:mod:`naiad.ready`); the parent forwards what the child prints to the
+``naiad.runner`` logger (the last lines go into error messages) and stops it
+on close.  The child holds the read end of a pipe from its parent and stops
+itself when that pipe closes, so it does not outlive a parent that was killed
+without a chance to stop it.
 
 Run as ``python -m naiad.runner.child <naiad serve flags>`` (the child side).
 """
 
 from __future__ import annotations
 
-import collections
-import contextlib
 import logging
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import threading
 from collections.abc import Sequence
 
 from naiad.core.errors import Unavailable
+from naiad.ready import NotServing, Ports, ServeProcess
 
 log = logging.getLogger("naiad.runner")
 
 #: Triton's log line prefixes: I1121 02:25:39.123456 ...
 _LEVELS = {"I": logging.INFO, "W": logging.WARNING, "E": logging.ERROR}
 _PREFIX = re.compile(r"^([IWE])\d{4} ")
-_TAIL_LINES = 40
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class ChildServer:
@@ -44,45 +36,41 @@ class ChildServer:
 
     def __init__(self, name: str, args: Sequence[str]) -> None:
         self.name = name
-        self._tail: collections.deque[str] = collections.deque(maxlen=_TAIL_LINES)
-        env = dict(os.environ, PYTHONUNBUFFERED="1")
-        self.process = subprocess.Popen(
+        #: The process, and the handshake that says it serves.
+        self.serve = ServeProcess(
             [sys.executable, "-m", "naiad.runner.child", *args],
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=subprocess.STDOUT,
-            env=env,
+            on_line=self._forward,
+            name=f"naiad-runner-{name}",
+            stdin=subprocess.PIPE,  # closed by the parent, or with it: the child stops
             # The runner decides when the child stops: not a Ctrl-C meant for the parent.
             start_new_session=True,
         )
-        self._reader = threading.Thread(
-            target=self._forward, name=f"naiad-runner-{name}-output", daemon=True
-        )
-        self._reader.start()
 
     @property
     def pid(self) -> int:
-        return self.process.pid
+        return self.serve.pid
 
     @property
     def returncode(self) -> int | None:
-        return self.process.poll()
+        return self.serve.returncode
 
-    def _forward(self) -> None:
-        assert self.process.stdout is not None
-        for raw in self.process.stdout:
-            line = raw.decode(errors="replace").rstrip()
-            if not line:
-                continue
-            self._tail.append(line)
-            match = _PREFIX.match(line)
-            level = _LEVELS[match.group(1)] if match else logging.INFO
-            log.log(level, "[%s] %s", self.name, line)
+    def _forward(self, line: str) -> None:
+        match = _PREFIX.match(line)
+        level = _LEVELS[match.group(1)] if match else logging.INFO
+        log.log(level, "[%s] %s", self.name, line)
+
+    def wait_ready(self, timeout: float) -> Ports:
+        """The ports the child serves on, once it does; a failed start raises at once."""
+        try:
+            return self.serve.wait_ready(timeout)
+        except NotServing as exc:
+            if exc.code is None:
+                raise self.timeout_error(timeout) from None
+            raise self.exit_error(starting=True) from None
 
     def output(self) -> str:
         """The last lines the child printed."""
-        self._reader.join(timeout=1 if self.returncode is not None else 0)
-        return "\n".join(self._tail) or "(nothing)"
+        return self.serve.output()
 
     def exit_error(self, starting: bool) -> Unavailable:
         when, then = (
@@ -98,31 +86,15 @@ class ChildServer:
     def timeout_error(self, timeout: float) -> Unavailable:
         self.stop(0)
         return Unavailable(
-            f"the naiad server of runner '{self.name}' (pid {self.pid}) did not start listening within "
-            f"{timeout:g} s, and was stopped (pass a larger startup_timeout= for models that "
-            f"load slowly). Its last output:\n{self.output()}"
+            f"the naiad server of runner '{self.name}' (pid {self.pid}) did not start serving "
+            f"within {timeout:g} s, and was stopped (pass a larger startup_timeout= for models "
+            f"that load slowly). Its last output:\n{self.output()}"
         )
 
     def stop(self, timeout: float) -> None:
         """Ask the child to drain and exit, kill it after ``timeout`` seconds, and kill
         whatever of its process group is left (its model stubs, should it not have)."""
-        process = self.process
-        if process.stdin is not None:
-            process.stdin.close()
-        if process.poll() is None:
-            process.terminate()
-            try:
-                process.wait(timeout)
-            except subprocess.TimeoutExpired:
-                pass
-        if hasattr(os, "killpg"):
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(process.pid, signal.SIGKILL)  # its own group: start_new_session
-        process.kill()
-        process.wait()
-        self._reader.join(timeout=5)
-        if not self._reader.is_alive() and process.stdout is not None:
-            process.stdout.close()
+        self.serve.stop(timeout)
 
 
 # -- the child side ----------------------------------------------------------------------

@@ -15,7 +15,6 @@ import asyncio
 import importlib
 import socket
 import threading
-import time
 import urllib.request
 from collections.abc import AsyncIterator, Awaitable
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -118,24 +117,6 @@ class RemoteClient(Client):
             await self._stream_session.close()
         if self._client is not None:
             await self._client.close()
-
-    async def wait_until_listening(self, timeout: float) -> None:
-        """Wait for the child's port to accept (it opens once the models are loaded)."""
-        assert self.child is not None
-        host, _, port = self.address.rpartition(":")
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.child.returncode is not None:
-                raise self.child.exit_error(starting=True)
-            try:
-                _, writer = await asyncio.open_connection(host, int(port))
-            except OSError:
-                if time.monotonic() > deadline:
-                    raise self.child.timeout_error(timeout) from None
-                await asyncio.sleep(0.05)
-                continue
-            writer.close()
-            return
 
     async def _call(self, awaitable: Awaitable[T]) -> T:
         """``awaitable``, with every failure as a NaiadError."""

@@ -68,7 +68,7 @@ class Resources:
             elif runner.server_type == "embedded":
                 client = _embedded(runner)
             else:
-                client = self._child(runner, thread)
+                client = self._child(runner)
             thread.call(client.start())
         except BaseException:
             if client is not None:
@@ -78,27 +78,25 @@ class Resources:
             raise
         self.client = client
 
-    def _child(self, runner: Target, thread: LoopThread) -> Client:
-        from naiad.runner.child import ChildServer, free_port
+    def _child(self, runner: Target) -> Client:
+        from naiad.runner.child import ChildServer
         from naiad.runner.remote import RemoteClient, import_tritonclient
 
         args = runner._serve_args
         assert args is not None
         protocol = runner.server_type
         import_tritonclient(protocol)  # before starting a process it could not talk to
-        port = free_port()
-        metrics_port = free_port() if args.allow_metrics else None
-        child = self.child = ChildServer(runner.name, args.child_args(protocol, port, metrics_port))
-        client = RemoteClient(
+        # Port 0: the child binds free ports and says which once it serves (naiad.ready).
+        metrics_port = 0 if args.allow_metrics else None
+        child = self.child = ChildServer(runner.name, args.child_args(protocol, 0, metrics_port))
+        ports = child.wait_ready(runner.startup_timeout)
+        metrics = ports.get("metrics")
+        return RemoteClient(
             protocol,
-            f"127.0.0.1:{port}",
-            metrics_url=None
-            if metrics_port is None
-            else f"http://127.0.0.1:{metrics_port}/metrics",
+            f"127.0.0.1:{ports[protocol]}",
+            metrics_url=None if metrics is None else f"http://127.0.0.1:{metrics}/metrics",
             child=child,
         )
-        thread.call(client.wait_until_listening(runner.startup_timeout))
-        return client
 
     def close(self) -> None:
         if not self.closed:

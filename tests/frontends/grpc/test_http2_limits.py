@@ -14,8 +14,6 @@ import gzip
 import re
 import socket
 import struct
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -27,7 +25,6 @@ import numpy as np
 import pytest
 import tritonclient.grpc as grpcclient
 from support import onnx_models
-from support.processes import free_port
 from tritonclient.utils import InferenceServerException
 
 from frontends.grpc.h2client import (
@@ -51,6 +48,7 @@ from frontends.grpc.h2client import (
     settings,
 )
 from naiad.frontends.grpc import grpc_service_pb2 as pb
+from naiad.ready import ServeProcess, serve_command
 
 pytestmark = pytest.mark.e2e
 
@@ -95,24 +93,12 @@ class Served:
     """``naiad serve`` in a subprocess, gRPC only, on a free loopback port."""
 
     def __init__(self, repo: Path, *flags: str) -> None:
-        self.port = free_port()
-        self.proc = subprocess.Popen(
-            [sys.executable, "-m", "naiad.cli", "serve", "--model-repository", str(repo),
-             "--allow-http", "false", "--allow-metrics", "false",
-             "--grpc-address", "127.0.0.1", "--grpc-port", str(self.port), *flags],
-            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-        )  # fmt: skip
-        deadline = time.monotonic() + 120
-        with grpcclient.InferenceServerClient(self.url) as client:
-            while True:
-                assert self.proc.poll() is None, "naiad serve exited"
-                try:
-                    if client.is_server_ready(client_timeout=2):
-                        break
-                except InferenceServerException:
-                    pass
-                assert time.monotonic() < deadline, "naiad serve did not get ready"
-                time.sleep(0.2)
+        self._child = ServeProcess(serve_command([
+            "--model-repository", str(repo), "--allow-http", "false", "--allow-metrics", "false",
+            "--grpc-address", "127.0.0.1", "--grpc-port", "0", *flags,
+        ]))  # fmt: skip
+        self.proc = self._child.process
+        self.port = self._child.wait_ready(120)["grpc"]  # it says so once it serves
 
     @property
     def url(self) -> str:
@@ -123,12 +109,7 @@ class Served:
         return int(re.search(r"VmRSS:\s+(\d+) kB", status).group(1)) * 1024  # type: ignore[union-attr]
 
     def stop(self) -> None:
-        self.proc.terminate()
-        try:
-            self.proc.wait(30)
-        except subprocess.TimeoutExpired:
-            self.proc.kill()
-            self.proc.wait()
+        self._child.stop(30)
 
 
 @pytest.fixture(scope="module")

@@ -18,12 +18,12 @@ from __future__ import annotations
 
 import asyncio
 import shutil
-import time
 from collections.abc import Coroutine
 from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from naiad.ready import NotServing, Ports
 from naiad.tools.analyze.errors import AnalyzeError
 from naiad.tools.client import HttpClient, ServerError, Unreachable
 
@@ -98,37 +98,32 @@ class ChildServer(Server):
     def __init__(self, repository: Path, model: str, scratch: Path, protocol: str,
                  startup_timeout: float) -> None:  # fmt: skip
         from naiad.runner.child import ChildServer as Child
-        from naiad.runner.child import free_port
 
         served = scratch / "repository"
         served.mkdir(parents=True)
         _link(repository / model, served / model)
-        http, grpc = free_port(), free_port()
         args = [
             "--model-repository", str(served), "--model-control-mode", "explicit",
-            "--http-port", str(http), "--grpc-port", str(grpc),
+            "--http-port", "0", "--grpc-port", "0",  # it says which ports it bound
             "--http-address", "127.0.0.1", "--grpc-address", "127.0.0.1",
             "--allow-metrics", "false", "--log-info", "false",
         ]  # fmt: skip
         self.child = Child("analyze", args)
-        measure = f"127.0.0.1:{grpc}" if protocol == "grpc" else f"127.0.0.1:{http}"
-        super().__init__(f"127.0.0.1:{http}", self.child.pid, measure)
-        self._wait_ready(startup_timeout)
+        ports = self._wait_ready(startup_timeout)
+        http, grpc = f"127.0.0.1:{ports['http']}", f"127.0.0.1:{ports['grpc']}"
+        super().__init__(http, self.child.pid, grpc if protocol == "grpc" else http)
 
-    def _wait_ready(self, timeout: float) -> None:
-        deadline = time.monotonic() + timeout
-        while True:
-            if self.child.returncode is not None:
-                raise AnalyzeError(
-                    f"the naiad server did not start (exit code {self.child.returncode}): "
-                    f"{_last_line(self.child.output())}"
-                )
-            if self.live():
-                return
-            if time.monotonic() > deadline:
-                self.stop()
-                raise AnalyzeError(f"the naiad server did not start within {timeout:g} s")
-            time.sleep(0.1)
+    def _wait_ready(self, timeout: float) -> Ports:
+        """The ports the child serves on, once it does (naiad.ready); a failed start at once."""
+        try:
+            return self.child.serve.wait_ready(timeout)
+        except NotServing as exc:
+            self.stop()
+            if exc.code is None:
+                raise AnalyzeError(f"the naiad server did not start within {timeout:g} s") from None
+            raise AnalyzeError(
+                f"the naiad server did not start (exit code {exc.code}): {_last_line(exc.output)}"
+            ) from None
 
     def stop(self) -> None:
         self.child.stop(10)
