@@ -64,7 +64,8 @@ def test_a_bad_content_length_is_a_400_and_one_log_line(server: Served, length: 
     status, headers, _, sock = _ask(
         server.metrics_port, b"GET /metrics HTTP/1.1\r\nContent-Length: " + length + b"\r\n\r\n"
     )
-    peer = repr(sock.getsockname())  # the server logs the client's address; earlier tests' lines may still arrive
+    # the server logs the client's address; earlier tests' lines may still arrive
+    peer = repr(sock.getsockname())
     sock.close()
     assert status == 400
     assert headers["connection"] == "close"
