@@ -40,7 +40,7 @@ def test_ruff_format() -> None:
 def test_mypy() -> None:
     if importlib.util.find_spec("mypy") is None:
         pytest.skip(
-            "mypy is not installed (it comes with the test extra: pip install -e '.[test]')"
+            "mypy is not installed (the unit and test extras bring it: pip install -e '.[unit]')"
         )
     result = subprocess.run(
         [sys.executable, "-m", "mypy", "src"],

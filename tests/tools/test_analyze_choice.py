@@ -74,6 +74,9 @@ def test_simpler_means_fewer_instances_then_no_or_smaller_batching_then_default_
 
 
 def test_the_latency_budget_excludes_and_names_what_it_excluded() -> None:
+    pytest.importorskip(
+        "matplotlib", reason="the report draws its charts with matplotlib (naiad[tools])"
+    )
     fast_but_slow_p99 = noisy(1, 90.0, 1.0, 20_000, instances=2)
     within = noisy(2, 50.0, 1.0, 4_000)
     budget = Constraints(latency_budget_us=10_000)

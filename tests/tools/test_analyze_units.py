@@ -304,6 +304,9 @@ def test_the_csv_reads_back_as_it_was_written(tmp_path: Path) -> None:
 
 
 def test_the_report_stands_alone_with_its_charts_and_the_chosen_config() -> None:
+    pytest.importorskip(
+        "matplotlib", reason="the report draws its charts with matplotlib (naiad[tools])"
+    )
     trials = [trial(1, (1, 100, 500), (8, 700, 4000), max_batch_size=16),
               trial(2, (1, 150, 450), (8, 900, 6000), instances=2, max_batch_size=16),
               Trial(3, Candidate(2, True, 8), error="does not load: <bad>")]  # fmt: skip
