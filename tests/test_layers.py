@@ -165,6 +165,20 @@ def test_the_core_names_nothing_of_metrics() -> None:
     assert not named, "\n".join(named)
 
 
+def test_the_engine_names_nothing_above_it() -> None:
+    """Not even as an annotation: what the engine needs of the ``--workers``
+    cluster it declares itself (``engine/workers.py``) and the cluster
+    provides it, as the frontends call the engine and never the reverse."""
+    named = [
+        f"{MODULES[m].relative_to(SRC)}:{line} names {target}"
+        for m in MODULES
+        if part_of(m) == "naiad.engine"
+        for target, line in imports(m, annotations=True)
+        if RANK[part_of(target)] < RANK["naiad.engine"]
+    ]
+    assert not named, "\n".join(named)
+
+
 def test_no_cycle_between_packages() -> None:
     graph: dict[str, set[str]] = {}
     for m, targets in EDGES.items():

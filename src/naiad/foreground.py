@@ -16,14 +16,18 @@ import os
 import signal
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from naiad._version import TRITON_VERSION, __version__
-from naiad.cluster.peers import Cluster
+from naiad.cluster import peers
 from naiad.cluster.ready import exit_with_supervisor
 from naiad.core.errors import NaiadError
 from naiad.options.declarations import ServerOptions, flag_of
 from naiad.ready import Announcement
 from naiad.repository.sources import is_url
+
+if TYPE_CHECKING:
+    from naiad.server import Server
 
 log = logging.getLogger("naiad")
 
@@ -75,9 +79,7 @@ async def serve(options: ServerOptions, ready: Announcement | None = None) -> in
         options.model_control_mode,
     )
     server = Server(options=options)
-    server.dataplane.cluster = Cluster.from_environment(
-        server.dataplane, options.worker_timeout_secs
-    )
+    server.dataplane.workers = _workers(server, options)
     try:
         with reserved(options):  # a port in use fails here, before any model loads
             await server.dataplane.start()
@@ -112,7 +114,7 @@ async def serve(options: ServerOptions, ready: Announcement | None = None) -> in
     if ready is not None:
         bound = {"http": server.http_port, "grpc": server.grpc_port, "metrics": server.metrics_port}
         ready.serving({name: port for name, port in bound.items() if port is not None})
-    worker = server.dataplane.cluster is not None  # a --workers supervisor started us
+    worker = server.dataplane.workers is not None  # a --workers supervisor started us
     orphan = asyncio.create_task(exit_with_supervisor(supervisor, stop)) if worker else None
     # Everything loaded so far lives as long as the server: keep it out of the
     # collector's full passes, which would otherwise stall requests for ms.
@@ -125,6 +127,16 @@ async def serve(options: ServerOptions, ready: Announcement | None = None) -> in
     await server.stop_async()
     log.info("server stopped")
     return 0
+
+
+def _workers(server: Server, options: ServerOptions) -> peers.Cluster | None:
+    """This worker's place among the others, when a ``--workers`` supervisor started
+    it with some (it says so in the environment), else None."""
+    count = int(os.environ.get(peers.COUNT, "1"))
+    if count < 2 or peers.DIRECTORY not in os.environ:
+        return None
+    index, directory = int(os.environ[peers.INDEX]), os.environ[peers.DIRECTORY]
+    return peers.Cluster(index, count, directory, server.dataplane, options.worker_timeout_secs)
 
 
 def status_table(rows: Sequence[tuple[str, str, str]]) -> str:

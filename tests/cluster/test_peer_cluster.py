@@ -1,35 +1,69 @@
-"""Workers agreeing on the server's state: one order, every worker, a late one catching up."""
+"""Workers agreeing on the server's state through the supervisor: one order,
+every worker, the worker that took the call first, a restarted one catching up."""
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import AsyncIterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from naiad.cluster.journal import Change
+from naiad.cluster.coordinator import Coordinator
 from naiad.cluster.peers import Cluster
-from naiad.core.errors import InvalidArgument, NotFound
+from naiad.core.errors import Internal, InvalidArgument, NotFound
 from naiad.core.statistics import ModelStatistics
 from naiad.core.stats import ModelStats
 from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.engine.changes import LoadModel, RegisterSystemRegion, UnloadModel
 
 pytestmark = pytest.mark.unit
+
+Log = list[tuple[int, str]]
+
+
+class Control:
+    """Model control that records what it is asked; "missing" is unknown everywhere,
+    "flaky" fails on worker 1 only, and every load takes ``delay`` seconds."""
+
+    def __init__(self, index: int, log: Log, delay: float = 0.0) -> None:
+        self.index, self.log, self.delay = index, log, delay
+
+    async def load(self, name: str, override: Any, files: Any) -> None:
+        await asyncio.sleep(self.delay)
+        if name == "missing" or (name == "flaky" and self.index == 1):
+            raise NotFound(f"no model '{name}'")
+        self.log.append((self.index, f"load {name}"))
+
+    async def unload(self, name: str, dependents: bool) -> None:
+        self.log.append((self.index, f"unload {name}"))
+
+
+class Shm:
+    def __init__(self, index: int, log: Log) -> None:
+        self.index, self.log = index, log
+
+    def register_system(self, name: str, key: str, offset: int, byte_size: int) -> None:
+        self.log.append((self.index, f"register {name}"))
 
 
 class Worker:
     """A data plane that only records the changes it applies."""
 
-    def __init__(self, folder: Path, index: int, count: int, log: list[tuple[int, str]]) -> None:
+    def __init__(self, folder: Path, index: int, count: int, log: Log, delay: float = 0) -> None:
         self.index = index
-        self.log = log
-        self.cluster = Cluster(index, count, str(folder), self)
+        self.control = Control(index, log, delay)
+        self.shm = Shm(index, log)
+        self.cluster = Cluster(index, count, str(folder), self)  # type: ignore[arg-type]
 
-    async def infer(self, request: InferenceRequest) -> InferenceResponse:
+    async def infer_forwarded(self, request: InferenceRequest) -> InferenceResponse:
         return InferenceResponse(request.model_name, id=f"ran on {self.index}")
 
-    async def infer_stream(self, request: InferenceRequest) -> AsyncIterator[InferenceResponse]:
-        yield await self.infer(request)
+    async def infer_stream_forwarded(
+        self, request: InferenceRequest
+    ) -> AsyncIterator[InferenceResponse]:
+        yield await self.infer_forwarded(request)
 
     def statistics(self, name: str, version: str) -> list[ModelStatistics]:
         """Worker i served i + 1 requests of "m"; worker 1 has no model "late" yet."""
@@ -40,66 +74,111 @@ class Worker:
             stats.record_success(1000, 10)
         return [stats.snapshot(name or "m", 1)]
 
-    async def apply_here(self, change: Change) -> None:
-        method, args = change
-        if args[0] == "missing":
-            raise NotFound("no model 'missing'")
-        self.log.append((self.index, f"{method} {args[0]}"))
+
+class Server:
+    def __init__(self, folder: Path) -> None:
+        self.folder = folder
+        self.log: Log = []
+        self.restarted: list[int] = []
+        self.coordinator = Coordinator(str(folder), 3, self.restarted.append)
+        self.workers = [Worker(folder, i, 3, self.log) for i in range(3)]
+
+    def of(self, index: int) -> list[str]:
+        return [what for i, what in self.log if i == index]
 
 
 @pytest.fixture
-async def workers(tmp_path: Path) -> AsyncIterator[list[Worker]]:
-    log: list[tuple[int, str]] = []
-    made = [Worker(tmp_path, i, 3, log) for i in range(3)]
-    for worker in made:
+async def server(tmp_path: Path) -> AsyncIterator[Server]:
+    made = Server(tmp_path)
+    await made.coordinator.start()
+    for worker in made.workers:
         await worker.cluster.start()
-    for worker in made:
+    for worker in made.workers:
         await worker.cluster.catch_up()
     yield made
-    for worker in made:
+    for worker in made.workers:
         await worker.cluster.close()
+    await made.coordinator.close()
 
 
-async def test_a_change_is_applied_by_the_coordinator_first_then_everywhere(workers):
-    await workers[2].cluster.change(("load_model", ("a", None, None)))
-    assert workers[0].log[0] == (0, "load_model a")  # worker 0 coordinates
-    assert sorted(workers[0].log) == [(0, "load_model a"), (1, "load_model a"),
-                                      (2, "load_model a")]  # fmt: skip
-    # A change that fails where it is tried first fails for the caller and goes nowhere.
+async def test_a_change_is_applied_where_it_was_made_first_then_everywhere(server):
+    await server.workers[2].cluster.change(LoadModel("a"))
+    assert server.log[0] == (2, "load a")
+    assert sorted(server.log) == [(0, "load a"), (1, "load a"), (2, "load a")]
+    # A change that fails where it was made fails for the caller and goes nowhere.
     with pytest.raises(NotFound, match="no model 'missing'"):
-        await workers[1].cluster.change(("load_model", ("missing", None, None)))
-    assert len(workers[0].log) == 3
+        await server.workers[1].cluster.change(LoadModel("missing"))
+    assert len(server.log) == 3
+    assert await server.coordinator.journal(0) == [LoadModel("a")]
 
 
-async def test_a_restarted_worker_replays_what_the_others_did(workers, tmp_path):
-    await workers[1].cluster.change(("load_model", ("a", None, None)))
-    await workers[1].cluster.change(("shm_register", ("system", "r", {})))
-    await workers[2].cluster.close()  # worker 2 dies ...
-    await workers[0].cluster.change(("unload_model", ("a", False)))  # ... and misses this
-    log: list[tuple[int, str]] = []
+async def test_a_worker_that_fails_what_the_others_applied_is_restarted(server):
+    with pytest.raises(NotFound, match=r"no model 'flaky' \(on worker 1, restarting"):
+        await server.workers[0].cluster.change(LoadModel("flaky"))
+    assert sorted(server.log) == [(0, "load flaky"), (2, "load flaky")]
+    assert server.restarted == [1]
+    # It is in the journal, for worker 1 to replay when it starts again ...
+    assert await server.coordinator.journal(2) == [LoadModel("flaky")]
+    # ... and the next change no longer waits for the worker being restarted.
+    await server.workers[2].cluster.close()
+    server.coordinator.forget(2)
+    await server.workers[0].cluster.change(UnloadModel("flaky"))
+    assert server.of(0) == ["load flaky", "unload flaky"]
+
+
+async def test_a_restarted_worker_replays_what_the_others_did(server, tmp_path):
+    await server.workers[1].cluster.change(LoadModel("a"))
+    await server.workers[1].cluster.change(RegisterSystemRegion("r", "/key", 0, 8))
+    await server.workers[2].cluster.close()  # worker 2 dies ...
+    await server.workers[0].cluster.change(UnloadModel("a"))  # ... and misses this
+    server.coordinator.forget(2)
+    log: Log = []
     reborn = Worker(tmp_path, 2, 3, log)
     await reborn.cluster.start()
     await reborn.cluster.catch_up()
-    assert log == [(2, "shm_register system"), (2, "unload_model a")]
+    assert log == [(2, "register r"), (2, "unload a")]
     await reborn.cluster.close()
 
 
-async def test_with_worker_0_gone_the_next_coordinates(workers):
-    await workers[0].cluster.close()
-    await workers[2].cluster.change(("load_model", ("b", None, None)))
-    assert workers[0].log[0] == (1, "load_model b")
+async def test_a_change_made_during_a_replay_is_applied_after_it(server, tmp_path):
+    await server.workers[0].cluster.change(LoadModel("a"))
+    await server.workers[2].cluster.close()
+    server.coordinator.forget(2)
+    log: Log = []
+    reborn = Worker(tmp_path, 2, 3, log, delay=0.3)  # its replayed load takes a while
+    await reborn.cluster.start()
+    replay = asyncio.ensure_future(reborn.cluster.catch_up())
+    while not server.coordinator._serving >= {0, 1, 2}:  # it has the journal
+        await asyncio.sleep(0.01)
+    await server.workers[1].cluster.change(LoadModel("b"))
+    await replay
+    assert log == [(2, "load a"), (2, "load b")]
+    await reborn.cluster.close()
 
 
-async def test_a_sequence_runs_on_its_owner(workers):
-    cluster = workers[0].cluster
+async def test_a_change_goes_on_when_the_worker_that_made_it_is_gone(server):
+    await server.workers[2].cluster.close()  # went before it applied the change
+    await server.coordinator.change(2, LoadModel("a"))
+    assert sorted(server.log) == [(0, "load a"), (1, "load a")]
+    assert await server.coordinator.journal(0) == [LoadModel("a")]
+
+
+async def test_the_supervisor_answers_only_its_calls(server):
+    with pytest.raises(Internal, match="no call 'infer'"):
+        await server.coordinator._serve("infer", ())
+
+
+async def test_a_sequence_runs_on_its_owner(server):
+    cluster = server.workers[0].cluster
     assert [cluster.owner(i) for i in (3, 4, 5)] == [0, 1, 2]
-    assert cluster.owner("order-17") == workers[1].cluster.owner("order-17")
+    assert cluster.owner("order-17") == server.workers[1].cluster.owner("order-17")
     response = await cluster.infer(2, InferenceRequest("m"))
     assert response.id == "ran on 2"
     assert [r.id async for r in cluster.infer_stream(1, InferenceRequest("m"))] == ["ran on 1"]
 
 
-async def test_statistics_are_the_whole_servers(workers):
+async def test_statistics_are_the_whole_servers(server):
+    workers = server.workers
     local = workers[0].statistics("m", "")
     (summed,) = await workers[0].cluster.statistics(local, "m", "")
     assert summed.inference_stats.success.count == 1 + 2 + 3

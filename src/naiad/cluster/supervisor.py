@@ -15,10 +15,12 @@ it changes).  The supervisor
 - serves the metrics port with the sum of the workers' metrics;
 - on SIGINT/SIGTERM lets every worker drain as one server does.
 
-The workers keep one server's semantics among themselves over Unix sockets
-in a private folder (:mod:`naiad.cluster.peers`): a sequence's
-requests go to the worker that holds it, and model loads, shared-memory
+The supervisor is also where the server's state changes are ordered and
+journaled (:mod:`naiad.cluster.coordinator`): model loads, shared-memory
 registrations and settings reach every worker before the call returns.
+Among themselves the workers only pass a sequence's requests to the worker
+that holds it (:mod:`naiad.cluster.peers`), over Unix sockets in a private
+folder.
 """
 
 from __future__ import annotations
@@ -38,8 +40,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from naiad.cluster.coordinator import Coordinator, worker_path
 from naiad.cluster.link import Link, PeerGone
-from naiad.cluster.peers import COUNT, DIRECTORY, INDEX, socket_path
+from naiad.cluster.peers import COUNT, DIRECTORY, INDEX
 from naiad.metrics.aggregate import sum_expositions
 from naiad.options.declarations import ServerOptions
 from naiad.ready import Announcement, ReadyPipe
@@ -107,7 +110,11 @@ async def supervise(
         loop.add_signal_handler(sig, stop.set)
     metrics = None
     checking: list[asyncio.Task[None]] = []
+    coordinator = Coordinator(
+        folder, len(workers), lambda i: _stop_out_of_step(workers[i]), options.worker_timeout_secs
+    )
     try:
+        await coordinator.start()  # before the workers, which ask it for the journal
         if options.metrics_port >= 0:  # before the workers: their ports can no longer take it
             try:
                 metrics = await _serve_metrics(options, workers)
@@ -118,7 +125,9 @@ async def supervise(
                 return 1
         for worker in workers:
             _start(worker, command, env)
-        watching = [asyncio.create_task(_watch(w, command, env, stop)) for w in workers]
+        watching = [
+            asyncio.create_task(_watch(w, command, env, stop, coordinator)) for w in workers
+        ]
         if options.worker_timeout_secs > 0:
             timeout = options.worker_timeout_secs
             checking = [asyncio.create_task(_check(w, folder, timeout)) for w in workers]
@@ -162,6 +171,7 @@ async def supervise(
             metrics.close()
         for sock in sockets:
             sock.close()
+        await coordinator.close()
 
 
 def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
@@ -187,13 +197,18 @@ def _on_ready(worker: Worker, pipe: ReadyPipe) -> None:
 
 
 async def _watch(
-    worker: Worker, command: list[str], env: dict[str, str], stop: asyncio.Event
+    worker: Worker,
+    command: list[str],
+    env: dict[str, str],
+    stop: asyncio.Event,
+    coordinator: Coordinator,
 ) -> int:
     """Restart ``worker`` whenever it dies while the server runs; its exit code if it
     fails to start (or crash-loops), 0 when the server stops."""
     while True:
         assert worker.process is not None
         code = await asyncio.to_thread(worker.process.wait)
+        coordinator.forget(worker.index)  # its next process replays the journal
         if stop.is_set():
             return 0
         if not worker.ready.is_set():
@@ -221,7 +236,7 @@ async def _check(worker: Worker, folder: str, timeout: float) -> None:
     of new connections, and it holds the sequences it owns.  The ping is answered
     by the loop itself, so a slow model never trips it; a worker is checked once it
     serves (loading its models at start-up is not checked)."""
-    link = Link(socket_path(folder, worker.index), f"worker {worker.index}")
+    link = Link(worker_path(folder, worker.index), f"worker {worker.index}")
     try:
         while True:
             await worker.ready.wait()
@@ -244,6 +259,13 @@ async def _check(worker: Worker, folder: str, timeout: float) -> None:
             await asyncio.sleep(timeout / _CHECKS_PER_TIMEOUT)
     finally:
         await link.close()
+
+
+def _stop_out_of_step(worker: Worker) -> None:
+    """SIGTERM ``worker``, which failed a change the others applied: it drains, and
+    :func:`_watch` starts it again to replay the journal."""
+    if worker.process is not None and worker.process.poll() is None:
+        worker.process.send_signal(signal.SIGTERM)
 
 
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:

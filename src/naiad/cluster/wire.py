@@ -44,6 +44,7 @@ def request_to_wire(request: InferenceRequest) -> Wire:
         request.priority,
         request.timeout_us,
         request.trace_context,
+        request.batch_size,
     )
 
 
@@ -61,6 +62,7 @@ def request_from_wire(wire: Wire) -> InferenceRequest:
         priority,
         timeout,
         trace,
+        batch_size,
     ) = wire
     request = InferenceRequest(
         name,
@@ -79,6 +81,7 @@ def request_from_wire(wire: Wire) -> InferenceRequest:
         timeout_us=timeout,
     )
     request.trace_context = trace
+    request.batch_size = batch_size  # validated where it arrived: not again here
     return request
 
 

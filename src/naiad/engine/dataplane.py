@@ -30,6 +30,7 @@ from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, Respon
 from naiad.core.validation import validate_request
 from naiad.core.versions import parse_version
 from naiad.engine.cache import cache_from_config, uses_cache
+from naiad.engine.changes import UpdateTraceSettings
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.loader import ModelLoader
 from naiad.engine.log_settings import LogSettings
@@ -46,9 +47,9 @@ from naiad.tracing.settings import TraceSettings, TraceSettingValues
 from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
-    from naiad.cluster.peers import Cluster
     from naiad.config import ModelConfig
     from naiad.core.signature import TensorSpec
+    from naiad.engine.workers import Workers
     from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
@@ -85,7 +86,7 @@ class DataPlane(StatisticsVerbs, StateChanges):
         self.metrics = MetricsRegistry(MetricsConfig.parse(options.metrics_config))
         self.model_metrics = ModelMetrics(self.registry, self.metrics.config)
         #: With ``--workers``: where sequences are routed and state changes broadcast.
-        self.cluster: Cluster | None = None
+        self.workers: Workers | None = None
         self.system_metrics = SystemMetrics(
             cpu_metrics=options.allow_cpu_metrics,
             gpu_metrics=options.allow_gpu_metrics,
@@ -114,16 +115,16 @@ class DataPlane(StatisticsVerbs, StateChanges):
         """Load the start-up models as the model control mode says."""
         # Cached: asyncio.get_running_loop() costs a getpid() system call.
         self.event_loop = asyncio.get_running_loop()
-        if self.cluster is None or self.cluster.index == 0:  # once, not once per worker
+        if self.workers is None or self.workers.index == 0:  # once, not once per worker
             for warning in triton_flags.warnings(self.options.triton_flags_without_effect):
                 log.warning("%s", warning)
-        if self.cluster is not None:  # before loading: no change the others make is missed
-            await self.cluster.start()
+        if self.workers is not None:  # before loading: no change the others make is missed
+            await self.workers.start()
         if self.options.allow_metrics:
             await self.system_metrics.start()
         await self.control.start()
-        if self.cluster is not None:  # a restarted worker: as the others are, before it serves
-            await self.cluster.catch_up()
+        if self.workers is not None:  # a restarted worker: as the others are, before it serves
+            await self.workers.catch_up()
         self.started = True
 
     async def stop(self, timeout: float | None = None) -> None:
@@ -143,8 +144,8 @@ class DataPlane(StatisticsVerbs, StateChanges):
                 for drain in pending:
                     drain.cancel()
         await self.control.close()  # unloads every model
-        if self.cluster is not None:
-            await self.cluster.close()
+        if self.workers is not None:
+            await self.workers.close()
         self.shm.close()
         await self.system_metrics.close()
         await self.tracer.close()
@@ -235,13 +236,15 @@ class DataPlane(StatisticsVerbs, StateChanges):
         assert mv.signature is not None
         return InferenceRequest(name, [raw_input(name, mv.signature, data)], model_version=v)
 
-    def _admit(self, request: InferenceRequest) -> ModelVersion:
+    def _admit(self, request: InferenceRequest, validated: bool = False) -> ModelVersion:
+        """The version that runs ``request``, validated unless another worker did."""
         if self.stopping:
             raise Unavailable("Server is stopping and not accepting new requests")
         mv = self.registry.get(request.model_name, request.model_version)
         assert mv.signature is not None
         request.arrival_ns = time.monotonic_ns()
-        validate_request(request, request.model_name, mv.signature, self.shm.read)
+        if not validated:
+            validate_request(request, request.model_name, mv.signature, self.shm.read)
         return mv
 
     async def infer(
@@ -258,10 +261,18 @@ class DataPlane(StatisticsVerbs, StateChanges):
             raise Unsupported(
                 f"{endpoint} doesn't support models with decoupled transaction policy"
             )
-        if self.cluster is not None:
+        if self.workers is not None:
             owner = self._sequence_owner(mv, request)
             if owner is not None:
-                return await self.cluster.infer(owner, request)
+                return await self.workers.infer(owner, request)
+        return await self._run(mv, request)
+
+    async def infer_forwarded(self, request: InferenceRequest) -> InferenceResponse:
+        """A sequence's request that the worker which took it validated and passed to
+        this one, the sequence's owner (``--workers``)."""
+        return await self._run(self._admit(request, validated=True), request)
+
+    async def _run(self, mv: ModelVersion, request: InferenceRequest) -> InferenceResponse:
         loop = self.event_loop or asyncio.get_running_loop()
         future: asyncio.Future[InferenceResponse] = loop.create_future()
         request.response_sink = self._sink(request, mv, _resolver(future))
@@ -292,12 +303,24 @@ class DataPlane(StatisticsVerbs, StateChanges):
         Validation errors are raised before the first response.
         """
         mv = self._admit(request)
-        if self.cluster is not None:
+        if self.workers is not None:
             owner = self._sequence_owner(mv, request)
             if owner is not None:
-                async for response in self.cluster.infer_stream(owner, request):
+                async for response in self.workers.infer_stream(owner, request):
                     yield response
                 return
+        async for response in self._stream(mv, request):
+            yield response
+
+    def infer_stream_forwarded(
+        self, request: InferenceRequest
+    ) -> AsyncGenerator[InferenceResponse, None]:
+        """:meth:`infer_forwarded` for every response of a streamed request."""
+        return self._stream(self._admit(request, validated=True), request)
+
+    async def _stream(
+        self, mv: ModelVersion, request: InferenceRequest
+    ) -> AsyncGenerator[InferenceResponse, None]:
         queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
         request.response_sink = self._sink(request, mv, queue.put_nowait)
         self._enqueue(mv, request)
@@ -314,11 +337,11 @@ class DataPlane(StatisticsVerbs, StateChanges):
 
     def _sequence_owner(self, mv: ModelVersion, request: InferenceRequest) -> int | None:
         """The other worker that holds ``request``'s sequence, or None to run it here."""
-        assert self.cluster is not None and mv.signature is not None
+        assert self.workers is not None and mv.signature is not None
         if not mv.signature.sequence or not request.correlation_id:
             return None  # the sequence batcher refuses it wherever it runs
-        owner = self.cluster.owner(request.correlation_id)
-        return None if owner == self.cluster.index else owner
+        owner = self.workers.owner(request.correlation_id)
+        return None if owner == self.workers.index else owner
 
     def _enqueue(self, mv: ModelVersion, request: InferenceRequest) -> None:
         scheduler = mv.scheduler
@@ -377,7 +400,7 @@ class DataPlane(StatisticsVerbs, StateChanges):
         if model and not self.model_ready(model, ""):
             raise InvalidArgument(f"Request for unknown model : {model}")
         if changes is not None:
-            await self._change("trace_setting", model, dict(changes))
+            await self.change(UpdateTraceSettings(model, dict(changes)))
         return self.trace_settings.snapshot(model)
 
 

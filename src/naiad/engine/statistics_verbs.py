@@ -13,23 +13,23 @@ from naiad.core.versions import parse_version
 from naiad.engine.live import LiveVersion, live_versions
 
 if TYPE_CHECKING:
-    from naiad.cluster.peers import Cluster
     from naiad.core.statistics import ModelStatistics
     from naiad.engine.registry import ModelRegistry
+    from naiad.engine.workers import Workers
 
 
 class StatisticsVerbs:
     """Statistics of ready versions, here or summed over the workers."""
 
     registry: ModelRegistry
-    cluster: Cluster | None
+    workers: Workers | None
 
     async def server_statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """:meth:`statistics` of the whole server: with ``--workers``, every worker's summed."""
         local = self.statistics(name, version)
-        if self.cluster is None:
+        if self.workers is None:
             return local
-        return await self.cluster.statistics(local, name, version)
+        return await self.workers.statistics(local, name, version)
 
     def statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """Every ready version's statistics, or those of ``name`` (one version if given)."""

@@ -133,7 +133,7 @@ class EmbeddedClient(Client):
     async def register_system_shared_memory(
         self, name: str, key: str, byte_size: int, offset: int
     ) -> None:
-        await self.dp.shm_register("system", name, key=key, offset=offset, byte_size=byte_size)
+        await self.dp.shm_register_system(name, key, offset, byte_size)
 
     async def unregister_system_shared_memory(self, name: str) -> None:
         await self.dp.shm_unregister("system", name)

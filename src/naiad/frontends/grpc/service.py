@@ -102,9 +102,7 @@ async def system_shm_register(
     dp: DataPlane, msg: pb.SystemSharedMemoryRegisterRequest
 ) -> pb.SystemSharedMemoryRegisterResponse:
     dp.check_shm_region_name("system", msg.name)
-    await dp.shm_register(
-        "system", msg.name, key=msg.key, offset=msg.offset, byte_size=msg.byte_size
-    )
+    await dp.shm_register_system(msg.name, msg.key, msg.offset, msg.byte_size)
     return pb.SystemSharedMemoryRegisterResponse()
 
 
@@ -127,13 +125,7 @@ async def cuda_shm_register(
     dp.check_shm_region_name("cuda", msg.name)
     if len(msg.raw_handle) != 64:
         raise InvalidArgument("'raw_handle' must be a valid cudaIpcMemHandle_t (64 bytes)")
-    await dp.shm_register(
-        "cuda",
-        msg.name,
-        raw_handle=msg.raw_handle,
-        device_id=msg.device_id,
-        byte_size=msg.byte_size,
-    )
+    await dp.shm_register_cuda(msg.name, msg.raw_handle, msg.device_id, msg.byte_size)
     return pb.CudaSharedMemoryRegisterResponse()
 
 

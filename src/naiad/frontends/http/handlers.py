@@ -134,13 +134,7 @@ async def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> R
         key, offset, size = doc["key"], doc.get("offset", 0), doc["byte_size"]
         if not isinstance(key, str):
             raise InvalidArgument("Shared memory register request 'key' must be a string")
-        await dp.shm_register(
-            kind,
-            region,
-            key=key,
-            offset=_uint(offset, "offset"),
-            byte_size=_uint(size, "byte_size"),
-        )
+        await dp.shm_register_system(region, key, _uint(offset, "offset"), _uint(size, "byte_size"))
     else:
         handle = doc.get("raw_handle")
         if not isinstance(handle, dict) or not isinstance(handle.get("b64"), str):
@@ -154,12 +148,11 @@ async def shm_register(dp: DataPlane, req: Request, kind: str, region: str) -> R
         for field in ("device_id", "byte_size"):
             if field not in doc:
                 raise InvalidArgument(f"Shared memory register request has no '{field}' field")
-        await dp.shm_register(
-            kind,
+        await dp.shm_register_cuda(
             region,
-            raw_handle=raw,
-            device_id=_uint(doc["device_id"], "device_id"),
-            byte_size=_uint(doc["byte_size"], "byte_size"),
+            raw,
+            _uint(doc["device_id"], "device_id"),
+            _uint(doc["byte_size"], "byte_size"),
         )
     return empty_response(json_type=True)
 

@@ -36,7 +36,7 @@ def server(
     meta = dp.server_metadata()
     options = dp.options
     endpoints = dict(dp.endpoints)
-    if dp.cluster is not None:  # a worker's metrics port is private (the supervisor's is public)
+    if dp.workers is not None:  # a worker's metrics port is private (the supervisor's is public)
         endpoints.pop("metrics", None)
     doc = {
         "name": meta.name,
@@ -51,8 +51,8 @@ def server(
         "repositories": [_where(str(r)) for r in options.model_repositories] if host else None,
         "endpoints": endpoints,
         # with --workers, the worker answering this request (each serves the dashboard)
-        "workers": dp.cluster.count if dp.cluster is not None else 1,
-        "worker": dp.cluster.index if dp.cluster is not None else 0,
+        "workers": dp.workers.count if dp.workers is not None else 1,
+        "worker": dp.workers.index if dp.workers is not None else 0,
         "pid": os.getpid() if host else None,
         # category -> the header it needs: the name only, as Triton's 403 message says it
         "restricted": restricted,
