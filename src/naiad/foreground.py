@@ -93,7 +93,7 @@ async def serve(options: ServerOptions, ready: Announcement | None = None) -> in
         status = state + (f": {index.reason}" if index.reason else "")
         rows.append((index.name, index.version or "-", status))
     print(status_table(rows), flush=True)
-    failed = server.dataplane.failed_models()
+    failed = server.dataplane.failed_at_start
     if failed and options.exit_on_error:
         log.error(
             "exiting: %d model(s) failed to load (use --exit-on-error=false to serve the others)",

@@ -66,6 +66,8 @@ class Worker:
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     crashes: int = 0
+    #: Stopped by the supervisor, out of step with the others: restarted, no crash.
+    out_of_step: bool = False
     ready: asyncio.Event = field(default_factory=asyncio.Event)
 
 
@@ -211,6 +213,11 @@ async def _watch(
         coordinator.forget(worker.index)  # its next process replays the journal
         if stop.is_set():
             return 0
+        if worker.out_of_step:
+            worker.out_of_step = False
+            log.info("worker %d restarts to replay the server's changes", worker.index)
+            _start(worker, command, env)
+            continue
         if not worker.ready.is_set():
             log.error("worker %d exited with code %d before it served", worker.index, code)
             return code or 1
@@ -265,6 +272,7 @@ def _stop_out_of_step(worker: Worker) -> None:
     """SIGTERM ``worker``, which failed a change the others applied: it drains, and
     :func:`_watch` starts it again to replay the journal."""
     if worker.process is not None and worker.process.poll() is None:
+        worker.out_of_step = True
         worker.process.send_signal(signal.SIGTERM)
 
 

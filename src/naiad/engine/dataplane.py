@@ -99,6 +99,7 @@ class DataPlane(StatisticsVerbs, StateChanges):
         self._per_request_metrics = options.allow_metrics and self.metrics.config.per_request
         self.started = False
         self.stopping = False
+        self.failed_at_start: list[tuple[str, str]] = []
         #: When the server was created (wall clock, seconds): its uptime starts here.
         self.start_time = time.time()
         #: Where each frontend listens ("http" -> "0.0.0.0:8000"), set as each one opens.
@@ -123,6 +124,9 @@ class DataPlane(StatisticsVerbs, StateChanges):
         if self.options.allow_metrics:
             await self.system_metrics.start()
         await self.control.start()
+        # What --exit-on-error judges: the start-up loads, not a restarted worker's replay
+        # of the loads the other workers made at run time, which never stop a server.
+        self.failed_at_start = self.failed_models()
         if self.workers is not None:  # a restarted worker: as the others are, before it serves
             await self.workers.catch_up()
         self.started = True
