@@ -7,10 +7,12 @@ responses, :mod:`naiad.engine.metadata`, :mod:`naiad.core.statistics`,
 :class:`~naiad.engine.repository_index.ModelIndex`, shared-memory and
 settings snapshots) that each frontend renders in its own encoding.
 
-The class reads as the request path; the statistics operations
+The class reads as the request path; the health and metadata questions
+(:mod:`naiad.engine.metadata_verbs`), the statistics operations
 (:mod:`naiad.engine.statistics_verbs`) and the operations that change the
 server's state (:mod:`naiad.engine.state_changes`: model control, log
-settings, shared memory) are inherited from modules of their own.
+settings, shared memory, each a typed change of :mod:`naiad.engine.changes`)
+are inherited from modules of their own.
 """
 
 from __future__ import annotations
@@ -18,12 +20,11 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections.abc import AsyncGenerator, Iterable, Mapping
+from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
-from naiad._version import TRITON_VERSION
 from naiad.backends.registry import BackendRegistry
-from naiad.core.errors import InvalidArgument, NotFound, Unavailable, Unsupported
+from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
@@ -34,7 +35,7 @@ from naiad.engine.changes import UpdateTraceSettings
 from naiad.engine.completion import Completion, Deliver
 from naiad.engine.loader import ModelLoader
 from naiad.engine.log_settings import LogSettings
-from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
+from naiad.engine.metadata_verbs import MetadataVerbs
 from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
@@ -47,31 +48,13 @@ from naiad.tracing.settings import TraceSettings, TraceSettingValues
 from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
-    from naiad.config import ModelConfig
-    from naiad.core.signature import TensorSpec
     from naiad.engine.workers import Workers
     from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad")
 
-EXTENSIONS = (
-    "classification",
-    "sequence",
-    "model_repository",
-    "model_repository(unload_dependents)",
-    "schedule_policy",
-    "model_configuration",
-    "system_shared_memory",
-    "cuda_shared_memory",
-    "binary_tensor_data",
-    "parameters",
-    "statistics",
-    "trace",
-    "logging",
-)
 
-
-class DataPlane(StatisticsVerbs, StateChanges):
+class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
     """One per server: owns the registry, the loader and the settings."""
 
     def __init__(self, options: ServerOptions, backends: BackendRegistry | None = None) -> None:
@@ -182,54 +165,6 @@ class DataPlane(StatisticsVerbs, StateChanges):
         if self.options.strict_readiness:
             return not self.failed_models()
         return True
-
-    def server_metadata(self) -> ServerMetadata:
-        return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
-
-    def model_ready(self, name: str, version: str = "") -> bool:
-        """Whether that version is READY; raises for unknown models and versions.
-
-        Answers from the registry's entries directly: an unready model is an
-        ordinary answer here, not an error to catch.
-        """
-        v = parse_version(version)
-        entry = self.registry.entry(name)
-        if entry is None:
-            raise NotFound(f"Request for unknown model: '{name}' is not found")
-        if v is None:
-            ready = entry.ready_versions()
-            if not ready:
-                return False
-            mv = ready[-1]  # the version requests would reach
-        else:
-            found = entry.versions.get(v)
-            if found is None:
-                raise NotFound(f"Request for unknown model: '{name}' version {v} is not found")
-            mv = found
-        return mv.ready and all(i.is_ready() for i in mv.instances)
-
-    def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
-        v = parse_version(version)
-        mv = self.registry.get(name, v)
-        sig = mv.signature
-        assert sig is not None
-        tensors: tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]] | None
-        tensors = mv.extra.get("metadata")
-        if tensors is None:
-            tensors = mv.extra["metadata"] = (
-                _tensor_metadata(sig.inputs.values(), sig.max_batch_size),
-                _tensor_metadata(sig.outputs.values(), sig.max_batch_size),
-            )
-        if v is None:
-            versions = tuple(str(x.version) for x in self.registry.models[name].ready_versions())
-        else:
-            versions = (str(v),)
-        return ModelMetadata(name, versions, sig.platform, *tensors)
-
-    def model_config(self, name: str, version: str = "") -> ModelConfig:
-        mv = self.registry.get(name, parse_version(version))
-        assert mv.config is not None
-        return mv.config
 
     # -- inference ---------------------------------------------------------------
 
@@ -406,15 +341,6 @@ class DataPlane(StatisticsVerbs, StateChanges):
         if changes is not None:
             await self.change(UpdateTraceSettings(model, dict(changes)))
         return self.trace_settings.snapshot(model)
-
-
-def _tensor_metadata(
-    specs: Iterable[TensorSpec], max_batch_size: int
-) -> tuple[TensorMetadata, ...]:
-    return tuple(
-        TensorMetadata(s.name, s.datatype.name, tuple(s.metadata_shape(max_batch_size)))
-        for s in specs
-    )
 
 
 def _resolver(future: asyncio.Future[InferenceResponse]) -> Deliver:

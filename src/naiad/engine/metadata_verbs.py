@@ -1,0 +1,101 @@
+"""The health and metadata extension's questions about the server and its models,
+as ``DataPlane`` offers them: whether a model is ready, its metadata and
+config, the server's metadata.  Answers only: nothing here changes state.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from typing import TYPE_CHECKING
+
+from naiad._version import TRITON_VERSION
+from naiad.core.errors import NotFound
+from naiad.core.versions import parse_version
+from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
+
+if TYPE_CHECKING:
+    from naiad.config import ModelConfig
+    from naiad.core.signature import TensorSpec
+    from naiad.engine.registry import ModelRegistry
+    from naiad.options.declarations import ServerOptions
+
+#: The protocol extensions the server metadata names (Triton's words).
+EXTENSIONS = (
+    "classification",
+    "sequence",
+    "model_repository",
+    "model_repository(unload_dependents)",
+    "schedule_policy",
+    "model_configuration",
+    "system_shared_memory",
+    "cuda_shared_memory",
+    "binary_tensor_data",
+    "parameters",
+    "statistics",
+    "trace",
+    "logging",
+)
+
+
+class MetadataVerbs:
+    """What the server and each model version say about themselves."""
+
+    options: ServerOptions
+    registry: ModelRegistry
+
+    def server_metadata(self) -> ServerMetadata:
+        return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
+
+    def model_ready(self, name: str, version: str = "") -> bool:
+        """Whether that version is READY; raises for unknown models and versions.
+
+        Answers from the registry's entries directly: an unready model is an
+        ordinary answer here, not an error to catch.
+        """
+        v = parse_version(version)
+        entry = self.registry.entry(name)
+        if entry is None:
+            raise NotFound(f"Request for unknown model: '{name}' is not found")
+        if v is None:
+            ready = entry.ready_versions()
+            if not ready:
+                return False
+            mv = ready[-1]  # the version requests would reach
+        else:
+            found = entry.versions.get(v)
+            if found is None:
+                raise NotFound(f"Request for unknown model: '{name}' version {v} is not found")
+            mv = found
+        return mv.ready and all(i.is_ready() for i in mv.instances)
+
+    def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
+        v = parse_version(version)
+        mv = self.registry.get(name, v)
+        sig = mv.signature
+        assert sig is not None
+        tensors: tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]] | None
+        tensors = mv.extra.get("metadata")
+        if tensors is None:
+            tensors = mv.extra["metadata"] = (
+                _tensor_metadata(sig.inputs.values(), sig.max_batch_size),
+                _tensor_metadata(sig.outputs.values(), sig.max_batch_size),
+            )
+        if v is None:
+            versions = tuple(str(x.version) for x in self.registry.models[name].ready_versions())
+        else:
+            versions = (str(v),)
+        return ModelMetadata(name, versions, sig.platform, *tensors)
+
+    def model_config(self, name: str, version: str = "") -> ModelConfig:
+        mv = self.registry.get(name, parse_version(version))
+        assert mv.config is not None
+        return mv.config
+
+
+def _tensor_metadata(
+    specs: Iterable[TensorSpec], max_batch_size: int
+) -> tuple[TensorMetadata, ...]:
+    return tuple(
+        TensorMetadata(s.name, s.datatype.name, tuple(s.metadata_shape(max_batch_size)))
+        for s in specs
+    )
