@@ -353,7 +353,7 @@ async def test_dataplane_infers_from_and_into_regions(repo: Path, make_shm: Make
     await dp.start()
     try:
         key = make_shm(256)
-        await dp.shm_register("system", "io", key=key, offset=0, byte_size=256)
+        await dp.shm_register_system("io", key, 0, 256)
         a, b = np.arange(16, dtype=np.int32), np.full(16, 2, np.int32)
         fill(key, a.tobytes() + b.tobytes())
         request = InferenceRequest(
