@@ -1,8 +1,11 @@
-"""Calls between the workers of one server: pickled frames over Unix sockets.
+"""Calls between the processes of one server (its workers and their
+supervisor): pickled frames over Unix sockets.
 
-Each worker listens on a socket in a directory that only the server's user
-can enter (the supervisor makes it with mode 0700), so unpickling is safe:
-the only processes that can connect already run as that user.  One
+Each worker, and the supervisor, listens on a socket in a directory that only
+the server's user can enter (the supervisor makes it with mode 0700), so
+unpickling is safe: the only processes that can connect already run as that
+user, and both ends are the same program, naiad, of the same version.
+Nothing else of a server crosses between processes as a pickle.  One
 connection to a peer carries any number of calls at once; every frame names
 its call, so a slow sequence step never holds up a model load.
 
