@@ -105,6 +105,7 @@ def test_a_load_whose_worker_dies_midway_still_reaches_every_worker(tmp_path: Pa
         before[first].kill()  # ... and dies while it does
         loading.join(DEADLINE_S)
         # The other worker applied it, and the restarted one replayed it from the journal.
+        served.wait_for(r"worker \d went while applying LoadModel: the others apply it")
         served.wait_replaced(list(before.values()))
         _eventually(
             lambda: _ready_on_fresh_connections(served, "slow") == {True},

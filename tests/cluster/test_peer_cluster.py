@@ -4,6 +4,7 @@ every worker, the worker that took the call first, a restarted one catching up."
 from __future__ import annotations
 
 import asyncio
+import os
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -80,7 +81,9 @@ class Server:
         self.folder = folder
         self.log: Log = []
         self.restarted: list[int] = []
-        self.coordinator = Coordinator(str(folder), 3, self.restarted.append)
+        self.coordinator = Coordinator(
+            str(folder), 3, lambda index, pid: self.restarted.append(index)
+        )
         self.workers = [Worker(folder, i, 3, self.log) for i in range(3)]
 
     def of(self, index: int) -> list[str]:
@@ -109,7 +112,7 @@ async def test_a_change_is_applied_where_it_was_made_first_then_everywhere(serve
     with pytest.raises(NotFound, match="no model 'missing'"):
         await server.workers[1].cluster.change(LoadModel("missing"))
     assert len(server.log) == 3
-    assert await server.coordinator.journal(0) == [LoadModel("a")]
+    assert await server.coordinator.journal(0, os.getpid()) == [LoadModel("a")]
 
 
 async def test_a_worker_that_fails_what_the_others_applied_is_restarted(server):
@@ -118,7 +121,7 @@ async def test_a_worker_that_fails_what_the_others_applied_is_restarted(server):
     assert sorted(server.log) == [(0, "load flaky"), (2, "load flaky")]
     assert server.restarted == [1]
     # It is in the journal, for worker 1 to replay when it starts again ...
-    assert await server.coordinator.journal(2) == [LoadModel("flaky")]
+    assert await server.coordinator.journal(2, os.getpid()) == [LoadModel("flaky")]
     # ... and the next change no longer waits for the worker being restarted.
     await server.workers[2].cluster.close()
     server.coordinator.forget(2)
@@ -148,7 +151,7 @@ async def test_a_change_made_during_a_replay_is_applied_after_it(server, tmp_pat
     reborn = Worker(tmp_path, 2, 3, log, delay=0.3)  # its replayed load takes a while
     await reborn.cluster.start()
     replay = asyncio.ensure_future(reborn.cluster.catch_up())
-    while not server.coordinator._serving >= {0, 1, 2}:  # it has the journal
+    while not set(server.coordinator._serving) >= {0, 1, 2}:  # it has the journal
         await asyncio.sleep(0.01)
     await server.workers[1].cluster.change(LoadModel("b"))
     await replay
@@ -159,8 +162,25 @@ async def test_a_change_made_during_a_replay_is_applied_after_it(server, tmp_pat
 async def test_a_change_goes_on_when_the_worker_that_made_it_is_gone(server):
     await server.workers[2].cluster.close()  # went before it applied the change
     await server.coordinator.change(2, LoadModel("a"))
-    assert sorted(server.log) == [(0, "load a"), (1, "load a")]
-    assert await server.coordinator.journal(0) == [LoadModel("a")]
+    assert server.log == [(0, "load a"), (1, "load a")]  # worker 0 in its place, then 1
+    assert await server.coordinator.journal(0, os.getpid()) == [LoadModel("a")]
+    # Gone, and the next worker cannot apply it: nothing changed anywhere.
+    with pytest.raises(NotFound, match="no model 'missing'"):
+        await server.coordinator.change(2, LoadModel("missing"))
+    assert await server.coordinator.journal(0, os.getpid()) == [LoadModel("a")]
+
+
+async def test_a_change_is_carried_through_when_its_caller_goes(server, tmp_path):
+    """The worker that asked dies, or its client does: the call is cancelled, the
+    change is not (a change reaches every worker or none)."""
+    server.workers[0].control.delay = 0.3
+    asking = asyncio.ensure_future(server.workers[2].cluster.change(LoadModel("a")))
+    while not server.log:  # worker 2 applied it; worker 0 is still loading
+        await asyncio.sleep(0.01)
+    asking.cancel()
+    journal = await server.coordinator.journal(1, os.getpid())  # waits for the change to end
+    assert journal == [LoadModel("a")]
+    assert sorted(server.log) == [(0, "load a"), (1, "load a"), (2, "load a")]
 
 
 async def test_the_supervisor_answers_only_its_calls(server):

@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import zlib
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
@@ -152,7 +153,7 @@ class Cluster:
         journal; those wait here for the replay to end.
         """
         async with self._applying:
-            changes: list[Change] = await self._supervisor.call("journal", self.index)
+            changes: list[Change] = await self._supervisor.call("journal", self.index, os.getpid())
             if changes:
                 log.info("applying %d change(s) the other workers made", len(changes))
             for change in changes:

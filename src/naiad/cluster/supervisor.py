@@ -113,7 +113,10 @@ async def supervise(
     metrics = None
     checking: list[asyncio.Task[None]] = []
     coordinator = Coordinator(
-        folder, len(workers), lambda i: _stop_out_of_step(workers[i]), options.worker_timeout_secs
+        folder,
+        len(workers),
+        lambda index, pid: _stop_out_of_step(workers[index], pid),
+        options.worker_timeout_secs,
     )
     try:
         await coordinator.start()  # before the workers, which ask it for the journal
@@ -268,12 +271,14 @@ async def _check(worker: Worker, folder: str, timeout: float) -> None:
         await link.close()
 
 
-def _stop_out_of_step(worker: Worker) -> None:
-    """SIGTERM ``worker``, which failed a change the others applied: it drains, and
+def _stop_out_of_step(worker: Worker, pid: int) -> None:
+    """SIGTERM ``worker``, which failed a change the others applied, unless it has
+    already been restarted (it is no longer process ``pid``): it drains, and
     :func:`_watch` starts it again to replay the journal."""
-    if worker.process is not None and worker.process.poll() is None:
+    process = worker.process
+    if process is not None and process.pid == pid and process.poll() is None:
         worker.out_of_step = True
-        worker.process.send_signal(signal.SIGTERM)
+        process.send_signal(signal.SIGTERM)
 
 
 async def _shut_down(workers: list[Worker], options: ServerOptions, code: int) -> int:
