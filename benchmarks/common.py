@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -110,15 +110,21 @@ def checkout_env() -> dict[str, str]:
 
 
 def start_naiad(
-    repo: Path, port: int, log: Path, protocol: str = "http", **settings: object
+    repo: Path,
+    port: int,
+    log: Path,
+    protocol: str = "http",
+    prefix: Sequence[str] = (),
+    **settings: object,
 ) -> ServeProcess:
     """``naiad serve`` (this checkout's) with only the ``protocol`` endpoint on loopback
     ``port`` and metrics off, as :func:`start_triton` starts Triton; ``settings`` are further
-    options (``grpc_transport="grpcio"`` for ``--grpc-transport grpcio``)."""
+    options (``grpc_transport="grpcio"`` for ``--grpc-transport grpcio``); ``prefix`` runs
+    before it and execs it (contention.CpuQuota's, to start it inside a cgroup)."""
     other = "grpc" if protocol == "http" else "http"
     options = [f"--{key.replace('_', '-')}={value}" for key, value in settings.items()]
     return ServeProcess(
-        [sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
+        [*prefix, sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
          f"--{protocol}-address", "127.0.0.1", f"--{protocol}-port", str(port),
          f"--allow-{other}", "false", "--allow-metrics", "false", *options],
         env=checkout_env(), on_line=log_lines(log),
@@ -136,11 +142,14 @@ def log_lines(log: Path) -> Callable[[str], None]:
     return write
 
 
-def start_triton(repo: Path, port: int, log: Path, protocol: str = "http") -> subprocess.Popen:
-    """The reference Triton with only the ``protocol`` endpoint, on loopback ``port``."""
+def start_triton(
+    repo: Path, port: int, log: Path, protocol: str = "http", prefix: Sequence[str] = ()
+) -> subprocess.Popen:
+    """The reference Triton with only the ``protocol`` endpoint, on loopback ``port``
+    (``prefix`` as in :func:`start_naiad`)."""
     other = "grpc" if protocol == "http" else "http"
     return subprocess.Popen(
-        [str(TRITONSERVER), "--model-repository", str(repo), f"--{protocol}-address",
+        [*prefix, str(TRITONSERVER), "--model-repository", str(repo), f"--{protocol}-address",
          "127.0.0.1", f"--{protocol}-port", str(port), f"--allow-{other}", "false",
          "--allow-metrics", "false"],
         stdout=log.open("w"), stderr=subprocess.STDOUT,
@@ -208,6 +217,23 @@ def _measure(
         "p99": float(re.findall(r"p99 latency: " + _NUM, out)[-1]),
         "avg": float(re.findall(r"Avg latency: " + _NUM, out)[-1]),
     }
+
+
+def inference_count(port: int, protocol: str, model: str) -> int:
+    """How many requests for ``model`` the server on ``port`` has answered successfully
+    (its statistics extension, which naiad and Triton both serve on either protocol)."""
+    if protocol == "grpc":
+        import tritonclient.grpc as client
+
+        with client.InferenceServerClient(f"127.0.0.1:{port}") as grpc_client:
+            stats = grpc_client.get_inference_statistics(model, as_json=True)
+    else:
+        import tritonclient.http as client
+
+        with client.InferenceServerClient(f"127.0.0.1:{port}") as http_client:
+            stats = http_client.get_inference_statistics(model)
+    success = stats["model_stats"][0]["inference_stats"]["success"]
+    return int(success.get("count", 0))
 
 
 def round_order(names: Iterable[str], rnd: int) -> list[str]:

@@ -1,0 +1,134 @@
+"""Per-request accounting: where naiad and Triton spend, serving the same add_sub model.py.
+
+Not a test (pytest does not collect it).  For each protocol and concurrency it
+starts naiad (``naiad serve``, process mode) and Triton on one repository,
+warms them up, and over one perf_analyzer run reads from /proc the CPU time and
+the context switches (every thread) of the server process and of its stubs
+(naiad's stub processes, Triton's ``triton_python_backend_stub``), divided by
+the requests the server's statistics say it answered.  A second, shorter run
+under ``strace -c -f`` counts syscalls by kind (strace slows everything, so
+only its counts are used)::
+
+    python benchmarks/accounting.py --concurrency 1 32 --protocols http grpc
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import tempfile
+from pathlib import Path
+
+from common import (
+    ROOT,
+    free_port,
+    inference_count,
+    perf,
+    perf_analyzer_missing,
+    start_naiad,
+    start_triton,
+    stop,
+    wait_ready,
+)
+from procstat import Strace, Usage, children, usage
+
+MODEL = ROOT / "examples/model_repository/add_sub_python"
+NAME = MODEL.name
+SERVERS = ("naiad", "triton")
+ROLES = ("server", "stub")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--interval", type=int, default=2000, help="perf_analyzer -p (ms)")
+    parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
+    parser.add_argument("--protocols", nargs="+", default=["http", "grpc"])
+    parser.add_argument("--top", type=int, default=6, help="syscall kinds shown per process")
+    args = parser.parse_args()
+    if perf_analyzer_missing():
+        return 2
+    rows, calls = [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp)
+        (root / "repo").mkdir()
+        (root / "repo" / NAME).symlink_to(MODEL)
+        for protocol in args.protocols:
+            for c in args.concurrency:
+                for server in SERVERS:
+                    usage_of, syscalls, threads = account(server, protocol, c, root, args)
+                    rows.append((protocol, c, server, usage_of, threads))
+                    calls.append((protocol, c, server, syscalls))
+    print(table(rows))
+    print(syscall_lines(calls, args.top))
+    return 0
+
+
+def account(
+    server: str, protocol: str, c: int, root: Path, args: argparse.Namespace
+) -> tuple[dict[str, Usage], dict[str, dict[str, float]], dict[str, list[int]]]:
+    """Per-request usage of the server and its stubs, and syscalls per request by kind."""
+    port = free_port()
+    log = root / f"{server}-{protocol}-{c}.log"
+    proc = (start_triton if server == "triton" else start_naiad)(root / "repo", port, log, protocol)
+    extra = ["-i", "grpc"] if protocol == "grpc" else []
+    url = f"127.0.0.1:{port}"
+    try:
+        wait_ready(port, proc, protocol=protocol)
+        perf(NAME, url, c, 500, *extra)  # warm-up: caches, lazy imports, thread pools
+        pids = {"server": [proc.pid], "stub": children(proc.pid)}
+        before = {role: usage(p) for role, p in pids.items()}
+        count = inference_count(port, protocol, NAME)
+        perf(NAME, url, c, args.interval, *extra)
+        requests = inference_count(port, protocol, NAME) - count
+        after = {role: usage(p) for role, p in pids.items()}
+        per_request = {role: per(after[role] - before[role], requests) for role in ROLES}
+        threads = {role: after[role].threads for role in ROLES}
+        syscalls: dict[str, dict[str, float]] = {}
+        for role in ROLES:
+            with Strace(pids[role], root / f"strace-{role}.txt") as traced:
+                count = inference_count(port, protocol, NAME)
+                perf(NAME, url, c, max(500, args.interval // 2), *extra)
+                requests = inference_count(port, protocol, NAME) - count
+            syscalls[role] = {k: v / requests for k, v in traced.calls.items()}
+        return per_request, syscalls, threads
+    finally:
+        stop([proc])
+
+
+def per(spent: Usage, requests: int) -> Usage:
+    return Usage(
+        spent.cpu_us / requests,
+        spent.voluntary / requests,
+        spent.involuntary / requests,  # type: ignore[arg-type]
+    )
+
+
+def table(rows: list) -> str:
+    out = [
+        "| proto | c | server | server CPU us/req | stub CPU us/req | server cs/req"
+        " (vol+invol) | stub cs/req (vol+invol) | threads server / stubs |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    for protocol, c, server, u, threads in rows:
+        s, t = u["server"], u["stub"]
+        out.append(
+            f"| {protocol} | {c} | {server} | {s.cpu_us:.0f} | {t.cpu_us:.0f} "
+            f"| {s.voluntary:.2f}+{s.involuntary:.2f} | {t.voluntary:.2f}+{t.involuntary:.2f} "
+            f"| {threads['server'][0]} / {','.join(map(str, threads['stub'])) or '-'} |"
+        )
+    return "\n".join(out)
+
+
+def syscall_lines(calls: list, top: int) -> str:
+    out = ["", "syscalls per request (strace -c -f, counts only), most frequent first:"]
+    for protocol, c, server, by_role in calls:
+        for role in ROLES:
+            kinds = sorted(by_role[role].items(), key=lambda kv: -kv[1])
+            total = sum(by_role[role].values())
+            shown = ", ".join(f"{name} {n:.2f}" for name, n in kinds[:top])
+            out.append(f"- {protocol} c={c} {server} {role}: {total:.1f}/req ({shown})")
+    return "\n".join(out)
+
+
+if __name__ == "__main__":
+    sys.exit(main())
