@@ -17,9 +17,12 @@ from __future__ import annotations
 import asyncio
 import json
 import ssl
+import sys
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Awaitable, Mapping
+from typing import Any, TypeVar
+
+T = TypeVar("T")
 
 #: Responses whose head says nothing of a body have none.
 _NO_BODY = (204, 304)
@@ -156,7 +159,7 @@ class HttpClient:
         """A keep-alive connection of its own (naiad perf's measured requests)."""
         loop = asyncio.get_running_loop()
         try:
-            _, exchange = await asyncio.wait_for(
+            _, exchange = await within(
                 loop.create_connection(Exchange, self.host, self.port, ssl=self.tls),
                 self.timeout_s,
             )
@@ -172,7 +175,7 @@ class HttpClient:
                 f"Content-Length: {len(body)}\r\n\r\n").encode() + body  # fmt: skip
         exchange = await self.connect()
         try:
-            return await asyncio.wait_for(exchange.send(data), self.timeout_s)
+            return await within(exchange.send(data), self.timeout_s)
         except (OSError, asyncio.TimeoutError) as exc:
             raise Unreachable(_reason(exc)) from None
         finally:
@@ -221,3 +224,16 @@ def _reason(exc: BaseException) -> str:
     if isinstance(exc, OSError):
         return exc.strerror or str(exc)
     return str(exc)
+
+
+async def within(work: Awaitable[T], seconds: float) -> T:
+    """``work``, or TimeoutError after ``seconds``.
+
+    Not ``asyncio.wait_for`` where ``asyncio.timeout`` exists (3.11+): before 3.12,
+    wait_for drops its caller's cancellation when it meets the end of ``work``, and
+    a Ctrl-C that cancels a measurement (tools.interrupt) would be lost.
+    """
+    if sys.version_info >= (3, 11):
+        async with asyncio.timeout(seconds):
+            return await work
+    return await asyncio.wait_for(work, seconds)
