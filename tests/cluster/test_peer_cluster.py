@@ -58,13 +58,16 @@ class Worker:
         self.shm = Shm(index, log)
         self.cluster = Cluster(index, count, str(folder), self)  # type: ignore[arg-type]
 
-    async def infer_forwarded(self, request: InferenceRequest) -> InferenceResponse:
+    async def infer(
+        self, request: InferenceRequest, *, forwarded: bool = False
+    ) -> InferenceResponse:
+        assert forwarded  # the worker that took it validated it
         return InferenceResponse(request.model_name, id=f"ran on {self.index}")
 
-    async def infer_stream_forwarded(
-        self, request: InferenceRequest
+    async def infer_stream(
+        self, request: InferenceRequest, *, forwarded: bool = False
     ) -> AsyncIterator[InferenceResponse]:
-        yield await self.infer_forwarded(request)
+        yield await self.infer(request, forwarded=forwarded)
 
     def statistics(self, name: str, version: str) -> list[ModelStatistics]:
         """Worker i served i + 1 requests of "m"; worker 1 has no model "late" yet."""

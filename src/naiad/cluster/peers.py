@@ -58,10 +58,12 @@ DIRECTORY = "NAIAD_WORKER_DIR"
 class Local(State, Protocol):
     """What the other workers and the supervisor may ask of this one (the data plane)."""
 
-    async def infer_forwarded(self, request: InferenceRequest) -> InferenceResponse: ...
+    async def infer(
+        self, request: InferenceRequest, *, forwarded: bool = False
+    ) -> InferenceResponse: ...
 
-    def infer_stream_forwarded(
-        self, request: InferenceRequest
+    def infer_stream(
+        self, request: InferenceRequest, *, forwarded: bool = False
     ) -> AsyncIterator[InferenceResponse]: ...
 
     def statistics(self, name: str, version: str) -> list[ModelStatistics]: ...
@@ -171,10 +173,11 @@ class Cluster:
         return getattr(self, f"_serve_{method}")(*args)
 
     async def _serve_infer(self, wire: Wire) -> Wire:
-        return response_to_wire(await self._local.infer_forwarded(request_from_wire(wire)))
+        request = request_from_wire(wire)
+        return response_to_wire(await self._local.infer(request, forwarded=True))
 
     async def _serve_infer_stream(self, wire: Wire) -> AsyncIterator[Wire]:
-        async for response in self._local.infer_stream_forwarded(request_from_wire(wire)):
+        async for response in self._local.infer_stream(request_from_wire(wire), forwarded=True):
             yield response_to_wire(response)
 
     async def _serve_statistics(self, name: str, version: str) -> list[ModelStatistics]:

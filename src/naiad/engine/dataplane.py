@@ -187,31 +187,29 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         return mv
 
     async def infer(
-        self, request: InferenceRequest, *, endpoint: str = "This endpoint"
+        self,
+        request: InferenceRequest,
+        *,
+        endpoint: str = "This endpoint",
+        forwarded: bool = False,
     ) -> InferenceResponse:
         """Run a request of a non-decoupled model; errors are raised as NaiadError.
 
         ``endpoint`` names the caller in the error for decoupled models, as
         Triton's frontends word it ("HTTP end point", "ModelInfer RPC").
+        ``forwarded``: a sequence's request that the worker which took it
+        validated and passed to this one, its owner (``--workers``).
         """
-        mv = self._admit(request)
+        mv = self._admit(request, validated=forwarded)
         assert mv.signature is not None
         if mv.signature.decoupled:
             raise Unsupported(
                 f"{endpoint} doesn't support models with decoupled transaction policy"
             )
-        if self.workers is not None:
+        if self.workers is not None and not forwarded:
             owner = self._sequence_owner(mv, request)
             if owner is not None:
                 return await self.workers.infer(owner, request)
-        return await self._run(mv, request)
-
-    async def infer_forwarded(self, request: InferenceRequest) -> InferenceResponse:
-        """A sequence's request that the worker which took it validated and passed to
-        this one, the sequence's owner (``--workers``)."""
-        return await self._run(self._admit(request, validated=True), request)
-
-    async def _run(self, mv: ModelVersion, request: InferenceRequest) -> InferenceResponse:
         loop = self.event_loop or asyncio.get_running_loop()
         future: asyncio.Future[InferenceResponse] = loop.create_future()
         request.response_sink = self._sink(request, mv, _resolver(future))
@@ -235,31 +233,20 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         return signature is not None and signature.decoupled
 
     async def infer_stream(
-        self, request: InferenceRequest
+        self, request: InferenceRequest, *, forwarded: bool = False
     ) -> AsyncGenerator[InferenceResponse, None]:
         """Every response of a request (several for decoupled models), errors included.
 
-        Validation errors are raised before the first response.
+        Validation errors are raised before the first response.  ``forwarded`` as
+        in :meth:`infer`.
         """
-        mv = self._admit(request)
-        if self.workers is not None:
+        mv = self._admit(request, validated=forwarded)
+        if self.workers is not None and not forwarded:
             owner = self._sequence_owner(mv, request)
             if owner is not None:
                 async for response in self.workers.infer_stream(owner, request):
                     yield response
                 return
-        async for response in self._stream(mv, request):
-            yield response
-
-    def infer_stream_forwarded(
-        self, request: InferenceRequest
-    ) -> AsyncGenerator[InferenceResponse, None]:
-        """:meth:`infer_forwarded` for every response of a streamed request."""
-        return self._stream(self._admit(request, validated=True), request)
-
-    async def _stream(
-        self, mv: ModelVersion, request: InferenceRequest
-    ) -> AsyncGenerator[InferenceResponse, None]:
         queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
         request.response_sink = self._sink(request, mv, queue.put_nowait)
         self._enqueue(mv, request)
