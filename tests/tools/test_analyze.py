@@ -22,6 +22,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
+from support.interrupts import as_at_a_terminal
 from support.onnx_models import matmul, write_config
 from support.served import naiad_serve
 
@@ -130,7 +131,8 @@ def test_ctrl_c_keeps_the_finished_trials(mm_repo: Path, tmp_path: Path, after_s
     command = [sys.executable, "-m", "naiad", "analyze", "-m", "mm", "--model-repository",
                str(mm_repo), "-o", str(out), "--search", "brute", *SHORT]  # fmt: skip
     proc = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            env={**os.environ, "PYTHONUNBUFFERED": "1"})  # fmt: skip
+                            env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                            preexec_fn=as_at_a_terminal)  # fmt: skip
     lines: list[str] = []
     first = threading.Event()
 

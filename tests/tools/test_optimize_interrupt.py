@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from support import onnx_models
+from support.interrupts import as_at_a_terminal
 from support.onnx_models import write_config
 
 pytestmark = pytest.mark.e2e
@@ -24,7 +25,8 @@ def test_ctrl_c_while_measuring_reports_the_finished_rounds(repo: Path, tmp_path
     command = [sys.executable, "-m", "naiad", "optimize", "add_sub", "--model-repository",
                str(repo), "--rounds", "1000", "--requests", "200000"]  # fmt: skip
     proc = subprocess.Popen(command, cwd=tmp_path, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                            text=True, start_new_session=True)  # fmt: skip
+                            text=True, start_new_session=True,
+                            preexec_fn=as_at_a_terminal)  # fmt: skip
     err: list[str] = []
     first_round = threading.Event()
 

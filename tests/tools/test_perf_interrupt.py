@@ -17,6 +17,7 @@ from pathlib import Path
 import pytest
 import tritonclient.http as httpclient
 from support import onnx_models
+from support.interrupts import as_at_a_terminal
 from support.onnx_models import write_config
 from support.served import naiad_serve
 
@@ -47,6 +48,7 @@ class Piped:
         self.proc = subprocess.Popen(
             [sys.executable, "-m", "naiad", "perf", *args], stdout=subprocess.PIPE,
             stderr=subprocess.PIPE, text=True, start_new_session=True,
+            preexec_fn=as_at_a_terminal,
         )  # fmt: skip
         self.out: list[str] = []
         self.err: list[str] = []
