@@ -103,6 +103,11 @@ def test_close_leaves_no_process_and_no_port(small_repo, server_type, caplog):
 
 def test_embedded_close_stops_python_stub_processes(repo):
     shutil.copytree(EXAMPLES / "add_sub_python", repo / "add_sub_python")
+    config = repo / "add_sub_python" / "config.pbtxt"  # a stub, though it could run in-process
+    config.write_text(
+        config.read_text()
+        + '\nparameters { key: "NAIAD_EXECUTION_MODE" value: { string_value: "process" } }\n'
+    )
     before = children(os.getpid())
     with naiad.Runner("stubs", repo) as runner:
         runner.add_sub_python.run(np.ones(4, np.float32), np.ones(4, np.float32))

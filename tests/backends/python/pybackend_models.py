@@ -194,11 +194,12 @@ def add_sub(
     dims: str = "4",
     max_batch: int = 0,
     count: int = 1,
-    mode: str = "process",
+    mode: str = "",
     extra: str = "",
     source: str = ADD_SUB,
 ) -> Path:
-    if mode != "process":
+    """``mode``: the model's NAIAD_EXECUTION_MODE; none leaves the server's default."""
+    if mode:
         extra += (
             f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
         )
@@ -208,7 +209,7 @@ def add_sub(
     return write_model(repo, name, source, config)
 
 
-def bls(repo: Path, name: str = "bls", *, use_async: bool = False, mode: str = "process") -> Path:
+def bls(repo: Path, name: str = "bls", *, use_async: bool = False, mode: str = "") -> Path:
     source = BLS.format(
         async_="async " if use_async else "",
         await_="await " if use_async else "",
@@ -217,9 +218,9 @@ def bls(repo: Path, name: str = "bls", *, use_async: bool = False, mode: str = "
     return add_sub(repo, name, mode=mode, source=source)
 
 
-def repeat(repo: Path, name: str = "repeat", source: str = REPEAT, mode: str = "process") -> Path:
+def repeat(repo: Path, name: str = "repeat", source: str = REPEAT, mode: str = "") -> Path:
     config = REPEAT_CONFIG.format(name=name)
-    if mode != "process":
+    if mode:
         config += (
             f'\nparameters {{ key: "NAIAD_EXECUTION_MODE" value: {{ string_value: "{mode}" }} }}'
         )

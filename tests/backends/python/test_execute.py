@@ -267,7 +267,7 @@ def test_stub_environment_defaults(repo, serve, monkeypatch):
     """One BLAS thread and no ONNX Runtime telemetry, unless the server's environment says."""
     for name in ("OPENBLAS_NUM_THREADS", "MKL_NUM_THREADS", "ORT_DISABLE_TELEMETRY"):
         monkeypatch.delenv(name, raising=False)
-    add_sub(repo, source=STUB_ENV)
+    add_sub(repo, source=STUB_ENV, mode="process")
     out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
     np.testing.assert_array_equal(out["OUTPUT0"], [1, 1, 1, 0])
 
@@ -276,7 +276,7 @@ def test_stub_environment_follows_the_servers(repo, serve, monkeypatch):
     monkeypatch.setenv("OPENBLAS_NUM_THREADS", "3")
     monkeypatch.delenv("MKL_NUM_THREADS", raising=False)
     monkeypatch.setenv("ORT_DISABLE_TELEMETRY", "0")
-    add_sub(repo, source=STUB_ENV)
+    add_sub(repo, source=STUB_ENV, mode="process")
     out = serve(repo).infer("add_sub", {"INPUT0": A, "INPUT1": B})
     np.testing.assert_array_equal(out["OUTPUT0"], [3, 1, 0, 0])
 

@@ -1,10 +1,12 @@
 """Triton's Python backend (``backend: "python"``): ``model.py`` with ``TritonPythonModel``.
 
-Each instance runs in its own stub process by default (Triton's model: a
-model cannot crash the server, and it may use its own interpreter).  The
-in-process thread mode is an option for small models that want the last
-microseconds: ``parameters { key: "NAIAD_EXECUTION_MODE" value: { string_value:
-"thread" } }`` in the model config, or ``--backend-config=python,execution-mode=thread``.
+An instance runs in a stub process of its own (Triton's model: a model
+cannot crash the server, and it may use its own interpreter) or in the
+server's process (no hop, no copies).  ``auto``, the default, picks the
+server's process only for models that reading their source shows to be
+safe there (``placement``); ``process`` and ``thread`` force one:
+``parameters { key: "NAIAD_EXECUTION_MODE" value: { string_value: "process" } }``
+in the model config, or ``--backend-config=python,execution-mode=process``.
 
 Backend options (``--backend-config=python,<key>=<value>``):
 ``shm-default-byte-size`` (first shared-memory segment per instance and
@@ -14,6 +16,7 @@ direction, default 1 MiB; more are added as needed), ``stub-timeout-seconds``
 
 from __future__ import annotations
 
+import logging
 import re
 import warnings
 from collections.abc import Mapping
@@ -21,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
-from naiad.backends.python import launcher
+from naiad.backends.python import launcher, placement
 from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
 from naiad.backends.python.thread import ThreadHost, ThreadInstance
@@ -35,7 +38,9 @@ from triton_python_backend_utils._runner import (
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
 
-MODES = ("process", "thread")
+log = logging.getLogger("naiad")
+
+MODES = ("auto", "process", "thread")
 
 
 def _parameter(config: ModelConfig, key: str) -> str:
@@ -161,8 +166,26 @@ class PythonBackend(Backend):
             raise Internal("a Python model is loaded only by a running server (it may call BLS)")
         services = Services(ctx.services)
         mode = _parameter(config, "NAIAD_EXECUTION_MODE") or ctx.options.get(
-            "execution-mode", "process"
+            "execution-mode", "auto"
         )
+        if mode not in MODES:
+            raise InvalidArgument(
+                f"execution-mode of the python backend must be one of {', '.join(MODES)}, "
+                f"not '{mode}'"
+            )
+        if mode == "auto":
+            placed = placement.place(
+                model_file, decoupled, bool(_parameter(config, "EXECUTION_ENV_PATH"))
+            )
+            mode = placed.mode
+            if spec.index == 0:
+                where = "the server's process" if mode == "thread" else "stub processes"
+                log.info(
+                    "Python model '%s' runs in %s: %s (execution-mode=auto)",
+                    ctx.name,
+                    where,
+                    placed.reason,
+                )
         if mode == "thread":
             runner = ModelRunner(spec.name, decoupled, outputs, iterative)
             return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)
