@@ -2,7 +2,8 @@
 
 Not a test (pytest does not collect it).  Needs the reference tools
 (``scripts/setup-reference.sh``).  Both servers run with default settings
-(``naiad serve``: process mode, one stub per instance, as Triton) on one
+(``naiad serve``: ``execution-mode=auto``, which runs these three models in
+the server's process; Triton: one stub process per instance) on one
 repository of three Python models served unmodified: add_sub
 (``examples/``), identity and a dynamically batched matmul
 (``benchmarks/models/``).  Each round starts each server once per protocol
@@ -18,6 +19,9 @@ tenants on the node); ``quota`` starts the server's process tree in a cgroup
 with a CFS quota (a Kubernetes CPU limit).  Both modes measure the quiet cells
 in the same rounds, so "kept" (contended / quiet throughput) compares like
 with like.  Read ratios against the noise column (max/min over rounds).
+``--stubs`` also measures naiad with ``execution-mode=process`` (one stub per
+instance, naiad's default before ``auto``) in the same rounds: the before and
+after of that change from one run.
 """
 
 from __future__ import annotations
@@ -52,6 +56,8 @@ MODELS = {
     "matmul": (ROOT / "benchmarks/models/matmul_python", []),
 }
 SERVERS = ("naiad", "triton")
+#: ``--stubs``: naiad with every Python model in stub processes, as before ``auto``.
+STUBS = "naiad-stubs"
 
 #: (condition, server, model, protocol, c) -> one perf_analyzer result per round
 Results = dict[tuple[str, str, str, str, int], list[dict[str, float]]]
@@ -75,10 +81,14 @@ def main() -> int:
     parser.add_argument("--protocols", nargs="+", default=["http", "grpc"])
     parser.add_argument("--models", nargs="+", choices=list(MODELS), default=list(MODELS))
     parser.add_argument("--json", type=Path, help="also write every run here")
+    parser.add_argument(
+        "--stubs", action="store_true", help="also naiad with execution-mode=process"
+    )
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
     conditions = ["quiet"] if args.mode == "quiet" else ["quiet", args.mode]
+    args.servers = [*SERVERS, STUBS] if args.stubs else list(SERVERS)
     results: Results = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -86,7 +96,7 @@ def main() -> int:
             repo = repository(root, args.models)
             for rnd in range(args.rounds):
                 for protocol in args.protocols:
-                    for server in round_order(SERVERS, rnd):
+                    for server in round_order(args.servers, rnd):
                         for condition in round_order(conditions, rnd):
                             measure(server, condition, protocol, repo, root, args, results)
                 print(f"round {rnd + 1}/{args.rounds} done", file=sys.stderr)
@@ -116,8 +126,14 @@ def measure(
             prefix = stack.enter_context(CpuQuota(args.cpus)).prefix()
         port = free_port()
         log = root / f"{server}-{protocol}-{condition}.log"
-        start = start_triton if server == "triton" else start_naiad
-        proc = start(repo, port, log, protocol, prefix)
+        if server == "triton":
+            proc = start_triton(repo, port, log, protocol, prefix)
+        elif server == STUBS:
+            proc = start_naiad(
+                repo, port, log, protocol, prefix, backend_config="python,execution-mode=process"
+            )
+        else:
+            proc = start_naiad(repo, port, log, protocol, prefix)
         try:
             wait_ready(port, proc, protocol=protocol)
             extra = ["-i", "grpc"] if protocol == "grpc" else []
@@ -144,37 +160,50 @@ def report(results: Results, conditions: list[str], args: argparse.Namespace) ->
     out: list[str] = []
     cells = [(m, p, c) for m in args.models for p in args.protocols for c in args.concurrency]
     for condition in conditions:
+        stubs = STUBS in args.servers
         out += [
             f"\n{condition}" + (f" ({describe(condition, args)})" if condition != "quiet" else ""),
             "",
             "| model | proto | c | naiad infer/s | Triton infer/s | naiad/Triton throughput"
-            " | naiad/Triton p99 | noise naiad / Triton |",
-            "|---|---|---|---|---|---|---|---|",
+            " | naiad/Triton p99 | noise naiad / Triton |"
+            + (
+                " naiad stubs/Triton throughput | stubs/Triton p99 | noise stubs |" if stubs else ""
+            ),
+            "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if stubs else ""),
         ]
         for model, protocol, c in cells:
             naiad = results[(condition, "naiad", model, protocol, c)]
             triton = results[(condition, "triton", model, protocol, c)]
-            out.append(
+            row = (
                 f"| {model} | {protocol} | {c} | {med(naiad):.0f} | {med(triton):.0f} "
                 f"| {med(naiad) / med(triton):.2f}x "
                 f"| {med(naiad, 'p99') / med(triton, 'p99'):.2f}x "
                 f"| {spread(naiad):.2f} / {spread(triton):.2f} |"
             )
+            if stubs:
+                old = results[(condition, STUBS, model, protocol, c)]
+                row += (
+                    f" {med(old) / med(triton):.2f}x | {med(old, 'p99') / med(triton, 'p99'):.2f}x"
+                    f" | {spread(old):.2f} |"
+                )
+            out.append(row)
     if len(conditions) > 1:
         condition = conditions[1]
         out += [
             f"\nthroughput kept under {condition} ({condition} / quiet)",
             "",
-            "| model | proto | c | naiad kept | Triton kept |",
-            "|---|---|---|---|---|",
+            "| model | proto | c | " + " | ".join(f"{s} kept" for s in args.servers) + " |",
+            "|---|---|---|" + "---|" * len(args.servers),
         ]
         for model, protocol, c in cells:
             kept = [
                 med(results[(condition, s, model, protocol, c)])
                 / med(results[("quiet", s, model, protocol, c)])
-                for s in SERVERS
+                for s in args.servers
             ]
-            out.append(f"| {model} | {protocol} | {c} | {kept[0]:.2f} | {kept[1]:.2f} |")
+            out.append(
+                f"| {model} | {protocol} | {c} | " + " | ".join(f"{k:.2f}" for k in kept) + " |"
+            )
     return "\n".join(out)
 
 

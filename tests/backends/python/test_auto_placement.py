@@ -95,3 +95,40 @@ def test_an_unknown_mode_is_named(repo, serve):
         "execution-mode of the python backend must be one of auto, process, thread, not 'fork'"
         in reason
     )
+
+
+#: A model that computes in pure Python: 6 ms of its thread's CPU per execution.
+BUSY = PURE.replace(
+    "    def execute(self, requests):\n",
+    "    def execute(self, requests):\n"
+    "        start = time.thread_time()\n"
+    "        while time.thread_time() - start < 0.006:\n"
+    "            pass\n",
+).replace("import json", "import json\nimport time")
+
+
+def test_a_heavy_model_in_the_server_is_told_where_it_belongs(repo, serve, caplog):
+    """Its source cannot say how heavy it is: its first executions do, in one warning."""
+    assert "import time" in BUSY and "thread_time" in BUSY
+    _default_mode(repo, "busy", BUSY)
+    _default_mode(repo, "pure")
+    server = serve(repo)
+    with caplog.at_level(logging.WARNING, logger="naiad"):
+        for _ in range(25):
+            for model in ("busy", "pure"):
+                out = server.infer(model, {"INPUT0": A, "INPUT1": B})
+                np.testing.assert_array_equal(out["OUTPUT0"], A + B)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert len(warnings) == 1, warnings
+    assert warnings[0].startswith("Python model 'busy' runs in the server's process")
+    assert 'string_value: "process"' in warnings[0]
+
+
+def test_naiad_check_refuses_an_unknown_mode_as_the_load_does(repo, capsys):
+    from naiad.cli import main
+
+    _default_mode(repo, "pure")
+    assert main(["check", str(repo), "--backend-config", "python,execution-mode=fork"]) == 1
+    out = capsys.readouterr().out
+    assert "must be one of auto, process, thread, not 'fork'" in out, out
+    assert main(["check", str(repo), "--backend-config", "python,execution-mode=process"]) == 0

@@ -43,6 +43,7 @@ IN_PROCESS = {
     "paths and settings read through os": HEAD
     + "import os\nfrom os.path import join\nLABELS = os.path.join(os.environ.get('X', '.'), 'l')\n"
     + BODY,
+    "os.environ compared": HEAD + "import os\nDEBUG = os.environ['D'] != '1'\n" + BODY,
     "sys.stderr for prints": HEAD + "import sys\nprint('hi', file=sys.stderr)\n" + BODY,
     "the README's add_sub": (
         Path(__file__).parents[3] / "examples/model_repository/add_sub_python/1/model.py"
@@ -63,6 +64,10 @@ IN_STUBS = {
     "sys.path changed": (HEAD + "import sys\nsys.path.append('x')\n" + BODY, "it uses sys.path"),
     "os.environ written": (
         HEAD + "import os\nos.environ['A'] = '1'\n" + BODY,
+        "it changes os.environ",
+    ),
+    "os.environ entry deleted": (
+        HEAD + "import os\ndel os.environ['A']\n" + BODY,
         "it changes os.environ",
     ),
     "os.environ updated": (

@@ -27,7 +27,7 @@ from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstanc
 from naiad.backends.python import launcher, placement
 from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
-from naiad.backends.python.thread import ThreadHost, ThreadInstance
+from naiad.backends.python.thread import CpuWatch, ThreadHost, ThreadInstance
 from naiad.core.errors import Internal, InvalidArgument, Unavailable
 from triton_python_backend_utils._runner import (
     ModelRunner,
@@ -45,6 +45,16 @@ MODES = ("auto", "process", "thread")
 
 def _parameter(config: ModelConfig, key: str) -> str:
     return config.parameters[key].string_value if key in config.parameters else ""
+
+
+def _execution_mode(config: ModelConfig, options: Mapping[str, str]) -> str:
+    """The model's parameter, else the backend's option (``validate`` checked the former)."""
+    mode = _parameter(config, "NAIAD_EXECUTION_MODE") or options.get("execution-mode", "auto")
+    if mode not in MODES:
+        raise InvalidArgument(
+            f"execution-mode of the python backend must be one of {', '.join(MODES)}, not '{mode}'"
+        )
+    return mode
 
 
 def _model_file(config: ModelConfig, model_dir: Path, version: int) -> Path:
@@ -104,6 +114,7 @@ class PythonBackend(Backend):
     ) -> None:
         """A ``model.py`` Python cannot parse fails its import at load; compiling it tells
         the same, in the words the import's error would have, and runs nothing."""
+        _execution_mode(config, options)
         if _parameter(config, "EXECUTION_ENV_PATH"):
             return  # another interpreter, maybe another Python: its import will tell
         model_file = _model_file(config, model_dir, version)
@@ -165,19 +176,14 @@ class PythonBackend(Backend):
         if ctx.services is None:
             raise Internal("a Python model is loaded only by a running server (it may call BLS)")
         services = Services(ctx.services)
-        mode = _parameter(config, "NAIAD_EXECUTION_MODE") or ctx.options.get(
-            "execution-mode", "auto"
-        )
-        if mode not in MODES:
-            raise InvalidArgument(
-                f"execution-mode of the python backend must be one of {', '.join(MODES)}, "
-                f"not '{mode}'"
-            )
+        mode = _execution_mode(config, ctx.options)
+        watch = None
         if mode == "auto":
             placed = placement.place(
                 model_file, decoupled, bool(_parameter(config, "EXECUTION_ENV_PATH"))
             )
             mode = placed.mode
+            watch = CpuWatch() if mode == "thread" else None
             if spec.index == 0:
                 where = "the server's process" if mode == "thread" else "stub processes"
                 log.info(
@@ -188,7 +194,8 @@ class PythonBackend(Backend):
                 )
         if mode == "thread":
             runner = ModelRunner(spec.name, decoupled, outputs, iterative)
-            return ThreadInstance(runner, ThreadHost(runner, services), str(model_file), args)
+            host = ThreadHost(runner, services)
+            return ThreadInstance(runner, host, str(model_file), args, watch)
         segment_bytes = int(ctx.options.get("shm-default-byte-size", 1 << 20))
         init = {
             "instance": spec.name,

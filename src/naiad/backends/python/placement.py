@@ -23,7 +23,8 @@ code, it does not run it: it is a judgement of risk, not a sandbox.
 
 from __future__ import annotations
 
-import ast
+import io
+import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -82,12 +83,13 @@ READ_ONLY_ATTRIBUTES = {
         {"version", "version_info", "platform", "byteorder", "maxsize", "stdout", "stderr"}
     ),
 }
+_ASSIGNMENTS = frozenset({"=", "+=", "|=", ":="})
 _ENVIRON_READS = frozenset({"get", "copy", "items", "keys", "values"})
 
 #: Builtins that run code the rule cannot read, or end the process.
 _OPAQUE_CALLS = frozenset({"exec", "eval", "compile", "__import__", "exit", "quit", "breakpoint"})
 
-#: Method calls after which a model waits for the server (BLS, model control).
+#: Calls after which a model waits for the server (BLS, model control).
 _SERVER_CALLS = frozenset({"exec", "async_exec", "load_model", "unload_model", "is_model_ready"})
 
 
@@ -112,10 +114,13 @@ def place(model_file: Path, decoupled: bool, own_environment: bool) -> Placement
             "server's module namespace with other models"
         )
     try:
-        tree = ast.parse(model_file.read_bytes(), str(model_file))
-    except (OSError, SyntaxError, ValueError):
+        source = model_file.read_bytes()
+        # compile() checks the syntax without ``ast``: on 3.11 the ast module's objects are
+        # not thread-safe, and models load on several threads.
+        compile(source, str(model_file), "exec", dont_inherit=True)
+        found = _risk(_statements(source))
+    except (OSError, SyntaxError, ValueError, tokenize.TokenError):
         return _stub("its source could not be read")
-    found = _Reader().risk(tree)
     if found:
         return _stub(found)
     return Placement(
@@ -140,86 +145,104 @@ def _helper_modules(model_file: Path) -> list[str]:
     return found
 
 
-class _Reader(ast.NodeVisitor):
-    """Finds the first thing in a model's source that needs a process of its own."""
+def _statements(source: bytes) -> list[list[str]]:
+    """The source's statements, each a list of its significant tokens' text."""
+    statements: list[list[str]] = [[]]
+    for token in tokenize.tokenize(io.BytesIO(source).readline):
+        if token.type in (tokenize.NEWLINE, tokenize.ENDMARKER) or token.string == ";":
+            if statements[-1]:
+                statements.append([])
+        elif token.type in (tokenize.NAME, tokenize.OP, tokenize.NUMBER, tokenize.STRING):
+            statements[-1].append(token.string)
+    return [s for s in statements if s]
 
-    def __init__(self) -> None:
-        self.aliases: dict[str, str] = {}  # local name -> module it stands for
-        self.found = ""
 
-    def risk(self, tree: ast.AST) -> str:
-        self.visit(tree)
-        return self.found
+def _risk(statements: list[list[str]]) -> str:
+    """The first thing in the statements that needs a process of its own ("" if none)."""
+    aliases: dict[str, str] = {}  # local name -> the module or attribute it stands for
+    for words in statements:
+        found = _import_risk(words, aliases) or _use_risk(words, aliases)
+        if found:
+            return found
+    return ""
 
-    def _flag(self, reason: str) -> None:
-        if not self.found:
-            self.found = reason
 
-    def visit_Import(self, node: ast.Import) -> None:
-        for alias in node.names:
-            self._module(alias.name)
-            if alias.asname:
-                self.aliases[alias.asname] = alias.name
-            else:
-                self.aliases[alias.name.split(".")[0]] = alias.name.split(".")[0]
-
-    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
-        if node.level:
-            self._flag("it imports from its own package")
-            return
-        module = node.module or ""
-        if module in READ_ONLY_ATTRIBUTES:
-            for alias in node.names:
-                if alias.name not in READ_ONLY_ATTRIBUTES[module]:
-                    self._flag(f"it uses {module}.{alias.name}")
-                else:
-                    self.aliases[alias.asname or alias.name] = f"{module}.{alias.name}"
-            return
-        self._module(module)
-
-    def _module(self, name: str) -> None:
-        top = name.split(".")[0]
-        if name in READ_ONLY_ATTRIBUTES or top in PURE_MODULES:
-            return
-        self._flag(f"it imports {name}")
-
-    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
-        if node.name == "execute":
-            self._flag("its execute is a coroutine")
-        self.generic_visit(node)
-
-    def visit_Attribute(self, node: ast.Attribute) -> None:
-        if node.attr in _SERVER_CALLS:
-            self._flag(f"it calls {node.attr}(), which waits for the server")
-        base = self._dotted(node.value)
-        module = self.aliases.get(base.split(".")[0]) if base else None
-        if module is not None:
-            full = module + base[len(base.split(".")[0]) :]
-            if full in READ_ONLY_ATTRIBUTES and node.attr not in READ_ONLY_ATTRIBUTES[full]:
-                self._flag(f"it uses {full}.{node.attr}")
-            elif full == "os.environ" and node.attr not in _ENVIRON_READS:
-                self._flag(f"it changes os.environ ({node.attr})")
-        self.generic_visit(node)
-
-    def visit_Subscript(self, node: ast.Subscript) -> None:
-        if not isinstance(node.ctx, ast.Load) and self._resolved(node.value) == "os.environ":
-            self._flag("it changes os.environ")
-        self.generic_visit(node)
-
-    def visit_Call(self, node: ast.Call) -> None:
-        if isinstance(node.func, ast.Name) and node.func.id in _OPAQUE_CALLS:
-            self._flag(f"it calls {node.func.id}()")
-        self.generic_visit(node)
-
-    def _resolved(self, node: ast.AST) -> str:
-        dotted = self._dotted(node)
-        head = dotted.split(".")[0]
-        return self.aliases[head] + dotted[len(head) :] if head in self.aliases else dotted
-
-    def _dotted(self, node: ast.AST) -> str:
-        if isinstance(node, ast.Name):
-            return node.id
-        if isinstance(node, ast.Attribute):
-            inner = self._dotted(node.value)
-            return f"{inner}.{node.attr}" if inner else ""
+def _import_risk(words: list[str], aliases: dict[str, str]) -> str:
+    if words[0] == "import":
+        for item in _split(words[1:]):
+            name, local = item[0], item[-1] if "as" in item else item[0].split(".")[0]
+            found = _module_risk(name)
+            if found:
+                return found
+            aliases[local] = name if "as" in item else local
         return ""
+    if words[0] != "from" or "import" not in words:
+        return ""
+    module = "".join(words[1 : words.index("import")])
+    if module.startswith("."):
+        return "it imports from its own package"
+    names = _split([w for w in words[words.index("import") + 1 :] if w not in "()"])
+    if module in READ_ONLY_ATTRIBUTES:
+        for item in names:
+            if item[0] not in READ_ONLY_ATTRIBUTES[module]:
+                return f"it uses {module}.{item[0]}"
+            aliases[item[-1]] = f"{module}.{item[0]}"
+        return ""
+    return _module_risk(module)
+
+
+def _split(words: list[str]) -> list[list[str]]:
+    """``a.b as c, d`` -> [["a.b", "as", "c"], ["d"]]."""
+    items: list[list[str]] = [[]]
+    for word in words:
+        if word == ",":
+            items.append([])
+        elif word == "." or (items[-1] and items[-1][-1].endswith(".")):
+            items[-1][-1] += word
+        else:
+            items[-1].append(word)
+    return [i for i in items if i]
+
+
+def _module_risk(name: str) -> str:
+    if name in READ_ONLY_ATTRIBUTES or name.split(".")[0] in PURE_MODULES:
+        return ""
+    return f"it imports {name}"
+
+
+def _use_risk(words: list[str], aliases: dict[str, str]) -> str:
+    if words[:3] == ["async", "def", "execute"]:
+        return "its execute is a coroutine"
+    for i, word in enumerate(words):
+        after = words[i + 1] if i + 1 < len(words) else ""
+        before = words[i - 1] if i else ""
+        if word in _OPAQUE_CALLS and after == "(" and before != ".":
+            return f"it calls {word}()"
+        if word in _SERVER_CALLS and after == "(" and before == ".":
+            return f"it calls {word}(), which waits for the server"
+        if word in aliases and before != ".":
+            found = _attribute_risk(words, i, aliases[word])
+            if found:
+                return found
+    return ""
+
+
+def _attribute_risk(words: list[str], i: int, name: str) -> str:
+    """Check the chain ``name.attr.attr...`` that starts at ``words[i]``."""
+    while i + 2 < len(words) and words[i + 1] == ".":
+        attr = words[i + 2]
+        if name in READ_ONLY_ATTRIBUTES and attr not in READ_ONLY_ATTRIBUTES[name]:
+            return f"it uses {name}.{attr}"
+        if name == "os.environ" and attr not in _ENVIRON_READS:
+            return f"it changes os.environ ({attr})"
+        name, i = f"{name}.{attr}", i + 2
+    if name == "os.environ" and i + 1 < len(words) and words[i + 1] == "[":
+        depth, j = 0, i + 1
+        while j < len(words):
+            depth += {"[": 1, "]": -1}.get(words[j], 0)
+            if depth == 0:
+                break
+            j += 1
+        if words[0] == "del" or (j + 1 < len(words) and words[j + 1] in _ASSIGNMENTS):
+            return "it changes os.environ"
+    return ""

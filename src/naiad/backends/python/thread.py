@@ -19,6 +19,7 @@ import asyncio
 import logging
 import re
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
@@ -207,12 +208,44 @@ class ThreadHost:
             raise TritonModelException(str(exc)) from None
 
 
+class CpuWatch:
+    """The mean CPU time of a model's first executions, judged once."""
+
+    EXECUTIONS = 20
+    HEAVY_NS = 5_000_000
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.total_ns = 0
+
+    def add(self, ns: int) -> bool:
+        """Count one execution; True once there are enough to judge."""
+        self.count += 1
+        self.total_ns += ns
+        return self.count >= self.EXECUTIONS
+
+    @property
+    def mean_ms(self) -> float:
+        return self.total_ns / max(self.count, 1) / 1e6
+
+    @property
+    def heavy(self) -> bool:
+        return self.total_ns / max(self.count, 1) > self.HEAVY_NS
+
+
 class ThreadInstance(ModelInstance):
     may_wait = True
 
     def __init__(
-        self, runner: ModelRunner, host: ThreadHost, model_file: str, args: dict[str, str]
+        self,
+        runner: ModelRunner,
+        host: ThreadHost,
+        model_file: str,
+        args: dict[str, str],
+        watch: CpuWatch | None = None,
     ) -> None:
+        #: Set where ``auto`` chose this process: warns once about a model too heavy for it.
+        self.watch = watch
         self.runner = runner
         self.host = host
         self.name = runner.instance_name
@@ -237,11 +270,37 @@ class ThreadInstance(ModelInstance):
         )
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+        if self.watch is not None:
+            return self._watched(requests)
+        return self._unwatched(requests)
+
+    def _unwatched(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         try:
             return self._execute(requests)
         except RunOnThread:
             self.inline_ok = False
             raise
+
+    def _watched(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
+        """``execute``, timing the CPU it takes: for the first executions of a model that
+        ``execution-mode=auto`` placed here, whose source cannot say how heavy it is."""
+        start = time.thread_time_ns()
+        try:
+            return self._unwatched(requests)
+        finally:
+            watch = self.watch
+            if watch is not None and watch.add(time.thread_time_ns() - start):
+                self.watch = None
+                if watch.heavy:
+                    log.warning(
+                        "Python model '%s' runs in the server's process (execution-mode=auto) "
+                        "and takes %.1f ms of CPU per execution there; if that is Python code "
+                        "rather than numpy, it holds the interpreter every other request needs. "
+                        'Give it stub processes: parameters { key: "NAIAD_EXECUTION_MODE" '
+                        'value: { string_value: "process" } }',
+                        self._model_name,
+                        watch.mean_ms,
+                    )
 
     def _execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         host, runner = self.host, self.runner
