@@ -1,7 +1,8 @@
 """Per-request accounting: where naiad and Triton spend, serving the same add_sub model.py.
 
 Not a test (pytest does not collect it).  For each protocol and concurrency it
-starts naiad (``naiad serve``, process mode) and Triton on one repository,
+starts naiad (``naiad serve``: add_sub runs in its process; ``--stubs`` adds naiad
+with ``execution-mode=process``, one stub as Triton) and Triton on one repository,
 warms them up, and over one perf_analyzer run reads from /proc the CPU time and
 the context switches (every thread) of the server process and of its stubs
 (naiad's stub processes, Triton's ``triton_python_backend_stub``), divided by
@@ -35,6 +36,8 @@ from procstat import Strace, Usage, children, usage
 MODEL = ROOT / "examples/model_repository/add_sub_python"
 NAME = MODEL.name
 SERVERS = ("naiad", "triton")
+#: ``--stubs``: naiad with execution-mode=process (add_sub's default runs it in the server).
+STUBS = "naiad-stubs"
 ROLES = ("server", "stub")
 
 
@@ -44,6 +47,9 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 32])
     parser.add_argument("--protocols", nargs="+", default=["http", "grpc"])
     parser.add_argument("--top", type=int, default=6, help="syscall kinds shown per process")
+    parser.add_argument(
+        "--stubs", action="store_true", help="also naiad with execution-mode=process"
+    )
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
@@ -54,7 +60,7 @@ def main() -> int:
         (root / "repo" / NAME).symlink_to(MODEL)
         for protocol in args.protocols:
             for c in args.concurrency:
-                for server in SERVERS:
+                for server in [*SERVERS, STUBS] if args.stubs else SERVERS:
                     usage_of, syscalls, threads = account(server, protocol, c, root, args)
                     rows.append((protocol, c, server, usage_of, threads))
                     calls.append((protocol, c, server, syscalls))
@@ -69,7 +75,13 @@ def account(
     """Per-request usage of the server and its stubs, and syscalls per request by kind."""
     port = free_port()
     log = root / f"{server}-{protocol}-{c}.log"
-    proc = (start_triton if server == "triton" else start_naiad)(root / "repo", port, log, protocol)
+    if server == "triton":
+        proc = start_triton(root / "repo", port, log, protocol)
+    elif server == STUBS:
+        settings = {"backend_config": "python,execution-mode=process"}
+        proc = start_naiad(root / "repo", port, log, protocol, **settings)
+    else:
+        proc = start_naiad(root / "repo", port, log, protocol)
     extra = ["-i", "grpc"] if protocol == "grpc" else []
     url = f"127.0.0.1:{port}"
     try:
@@ -85,6 +97,9 @@ def account(
         threads = {role: after[role].threads for role in ROLES}
         syscalls: dict[str, dict[str, float]] = {}
         for role in ROLES:
+            if not pids[role]:  # a model in naiad's own process has no stub
+                syscalls[role] = {}
+                continue
             with Strace(pids[role], root / f"strace-{role}.txt") as traced:
                 count = inference_count(port, protocol, NAME)
                 perf(NAME, url, c, max(500, args.interval // 2), *extra)
@@ -124,6 +139,8 @@ def syscall_lines(calls: list, top: int) -> str:
     for protocol, c, server, by_role in calls:
         for role in ROLES:
             kinds = sorted(by_role[role].items(), key=lambda kv: -kv[1])
+            if not by_role[role]:
+                continue
             total = sum(by_role[role].values())
             shown = ", ".join(f"{name} {n:.2f}" for name, n in kinds[:top])
             out.append(f"- {protocol} c={c} {server} {role}: {total:.1f}/req ({shown})")
