@@ -74,6 +74,18 @@ IN_STUBS = {
         HEAD + "import os\nos.environ.update(A='1')\n" + BODY,
         "os.environ (update)",
     ),
+    "an import in a one-line try": (
+        HEAD + "try: import torch\nexcept ImportError: pass\n" + BODY,
+        "it imports torch",
+    ),
+    "os reached through getattr": (
+        HEAD + "import os\ngetattr(os, '_exit')(1)\n" + BODY,
+        "it passes os itself around",
+    ),
+    "BLS imported by name": (
+        HEAD + "from triton_python_backend_utils import load_model\nload_model('x')\n" + BODY,
+        "it calls load_model(), which waits for the server",
+    ),
     "exec of text": (HEAD + "exec('import ctypes')\n" + BODY, "it calls exec()"),
     "a BLS call": (
         HEAD + BODY.replace("return", "pb_utils.InferenceRequest().exec()\n        return"),

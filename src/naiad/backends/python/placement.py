@@ -161,10 +161,19 @@ def _risk(statements: list[list[str]]) -> str:
     """The first thing in the statements that needs a process of its own ("" if none)."""
     aliases: dict[str, str] = {}  # local name -> the module or attribute it stands for
     for words in statements:
-        found = _import_risk(words, aliases) or _use_risk(words, aliases)
+        imported = _import_statement(words)
+        found = _import_risk(imported, aliases) if imported else _use_risk(words, aliases)
         if found:
             return found
     return ""
+
+
+def _import_statement(words: list[str]) -> list[str]:
+    """The import in ``words`` (``import a``, ``try: import a``), from its keyword on."""
+    for k, word in enumerate(words):
+        if word in ("import", "from") and (k == 0 or words[k - 1] == ":"):
+            return words[k:]
+    return []
 
 
 def _import_risk(words: list[str], aliases: dict[str, str]) -> str:
@@ -218,7 +227,7 @@ def _use_risk(words: list[str], aliases: dict[str, str]) -> str:
         before = words[i - 1] if i else ""
         if word in _OPAQUE_CALLS and after == "(" and before != ".":
             return f"it calls {word}()"
-        if word in _SERVER_CALLS and after == "(" and before == ".":
+        if word in _SERVER_CALLS and after == "(":
             return f"it calls {word}(), which waits for the server"
         if word in aliases and before != ".":
             found = _attribute_risk(words, i, aliases[word])
@@ -229,6 +238,8 @@ def _use_risk(words: list[str], aliases: dict[str, str]) -> str:
 
 def _attribute_risk(words: list[str], i: int, name: str) -> str:
     """Check the chain ``name.attr.attr...`` that starts at ``words[i]``."""
+    if name in READ_ONLY_ATTRIBUTES and (i + 1 == len(words) or words[i + 1] != "."):
+        return f"it passes {name} itself around"  # getattr(os, "_exit") reads as nothing else
     while i + 2 < len(words) and words[i + 1] == ".":
         attr = words[i + 2]
         if name in READ_ONLY_ATTRIBUTES and attr not in READ_ONLY_ATTRIBUTES[name]:
