@@ -73,6 +73,15 @@ def test_a_native_library_keeps_the_stub_and_its_crash_stays_there(repo, serve, 
     np.testing.assert_array_equal(_infer(client, "native").as_numpy("OUTPUT0"), A + B)
 
 
+def test_several_instances_of_a_pure_model_get_stubs_to_compute_in_parallel(repo, serve, caplog):
+    add_sub(repo, "pair", count=2, source=PURE)
+    with caplog.at_level(logging.INFO, logger="naiad"):
+        server = serve(repo)
+    pair = instances(server, "pair")
+    assert len(pair) == 2 and all(isinstance(i, ProcessInstance) for i in pair)
+    assert "Python model 'pair' runs in stub processes: it has 2 instances" in caplog.text
+
+
 def test_the_backend_option_forces_stubs(repo, serve):
     _default_mode(repo, "pure")
     server = serve(repo, backend_config={"python": {"execution-mode": "process"}})

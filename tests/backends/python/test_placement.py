@@ -140,6 +140,15 @@ def test_other_versions_of_the_model_file_are_not_helpers(tmp_path):
     assert place(model_file, decoupled=False, own_environment=False).mode == "thread"
 
 
+def test_several_instances_keep_their_stubs(tmp_path):
+    """In stubs they compute in parallel; in the server they would share the GIL."""
+    placed = place(
+        _model(tmp_path, HEAD + BODY), decoupled=False, own_environment=False, instances=2
+    )
+    assert placed.mode == "process"
+    assert "2 instances" in placed.reason
+
+
 def test_decoupled_models_and_own_environments_keep_their_stubs(tmp_path):
     model_file = _model(tmp_path, HEAD + BODY)
     decoupled = place(model_file, decoupled=True, own_environment=False)

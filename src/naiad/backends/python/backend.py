@@ -57,6 +57,14 @@ def _execution_mode(config: ModelConfig, options: Mapping[str, str]) -> str:
     return mode
 
 
+def _instance_count(config: ModelConfig) -> int:
+    """How many instances the loader makes of ``config`` (``count`` per listed GPU)."""
+    return sum(
+        max(group.count, 1) * (len(group.gpus) if group.kind == group.KIND_GPU else 1)
+        for group in config.instance_group
+    )
+
+
 def _model_file(config: ModelConfig, model_dir: Path, version: int) -> Path:
     return model_dir / str(version) / (config.default_model_filename or "model.py")
 
@@ -180,7 +188,10 @@ class PythonBackend(Backend):
         watch = None
         if mode == "auto":
             placed = placement.place(
-                model_file, decoupled, bool(_parameter(config, "EXECUTION_ENV_PATH"))
+                model_file,
+                decoupled,
+                bool(_parameter(config, "EXECUTION_ENV_PATH")),
+                _instance_count(config),
             )
             mode = placed.mode
             watch = CpuWatch() if mode == "thread" else None

@@ -16,7 +16,9 @@ only when reading its source shows none of these: it imports only numpy,
 ``triton_python_backend_utils`` and standard modules that compute without
 touching the process, and it is a model that can run on the loop (not
 decoupled, no ``async def execute``, no BLS or model-control call; those gain
-little in-process, as they run on their own threads anyway).  Anything else,
+little in-process, as they run on their own threads anyway).  A model with
+several instances keeps its stubs too: there they compute in parallel, on
+as many cores, which a pure-Python model in the server could not.  Anything else,
 or a source we cannot read, gets its stubs, as in Triton.  The rule reads
 code, it does not run it: it is a judgement of risk, not a sandbox.
 """
@@ -101,12 +103,19 @@ class Placement:
     reason: str
 
 
-def place(model_file: Path, decoupled: bool, own_environment: bool) -> Placement:
+def place(
+    model_file: Path, decoupled: bool, own_environment: bool, instances: int = 1
+) -> Placement:
     """Where ``execution-mode=auto`` runs the model whose source is ``model_file``."""
     if own_environment:
         return _stub("it runs in its own Python environment (EXECUTION_ENV_PATH)")
     if decoupled:
         return _stub("it is decoupled: its responses leave from its own threads")
+    if instances > 1:
+        return _stub(
+            f"it has {instances} instances, which compute in parallel in stubs and would "
+            "share one interpreter lock in the server's process"
+        )
     helpers = _helper_modules(model_file)
     if helpers:
         return _stub(
