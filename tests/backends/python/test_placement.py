@@ -95,6 +95,10 @@ IN_STUBS = {
         HEAD + BODY.replace("def execute", "async def execute"),
         "its execute is a coroutine",
     ),
+    "a readiness check": (
+        HEAD + BODY + "\n    def is_ready(self):\n        return True\n",
+        "it defines is_ready()",
+    ),
     "a relative import": (
         HEAD + "from . import helpers\n" + BODY,
         "it imports from its own package",

@@ -231,6 +231,8 @@ def _module_risk(name: str) -> str:
 def _use_risk(words: list[str], aliases: dict[str, str]) -> str:
     if words[:3] == ["async", "def", "execute"]:
         return "its execute is a coroutine"
+    if "def" in words[:2] and "is_ready" in words[1:3]:
+        return "it defines is_ready(), which the server asks of stub instances"
     for i, word in enumerate(words):
         after = words[i + 1] if i + 1 < len(words) else ""
         before = words[i - 1] if i else ""
