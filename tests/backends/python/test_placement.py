@@ -44,6 +44,9 @@ IN_PROCESS = {
     + "import os\nfrom os.path import join\nLABELS = os.path.join(os.environ.get('X', '.'), 'l')\n"
     + BODY,
     "os.environ compared": HEAD + "import os\nDEBUG = os.environ['D'] != '1'\n" + BODY,
+    "its own logger and generator": HEAD
+    + "import logging\nLOG = logging.getLogger(__name__)\nRNG = np.random.default_rng(0)\n"
+    + BODY,
     "sys.stderr for prints": HEAD + "import sys\nprint('hi', file=sys.stderr)\n" + BODY,
     "the README's add_sub": (
         Path(__file__).parents[3] / "examples/model_repository/add_sub_python/1/model.py"
@@ -85,6 +88,11 @@ IN_STUBS = {
     "BLS imported by name": (
         HEAD + "from triton_python_backend_utils import load_model\nload_model('x')\n" + BODY,
         "it calls load_model(), which waits for the server",
+    ),
+    "numpy's global seed": (HEAD + "np.random.seed(0)\n" + BODY, "numpy.random.seed"),
+    "logging for everyone": (
+        HEAD + "import logging\nlogging.basicConfig(level=10)\n" + BODY,
+        "logging.basicConfig",
     ),
     "exec of text": (HEAD + "exec('import ctypes')\n" + BODY, "it calls exec()"),
     "a BLS call": (

@@ -85,6 +85,14 @@ READ_ONLY_ATTRIBUTES = {
         {"version", "version_info", "platform", "byteorder", "maxsize", "stdout", "stderr"}
     ),
 }
+#: What a model may import but not call in the server: settings every model and the
+#: server share there, each in its own process in a stub.
+PROCESS_WIDE = {
+    "logging": frozenset({"basicConfig", "disable", "root", "config", "captureWarnings"}),
+    "numpy": frozenset({"seterr", "set_printoptions", "setbufsize"}),
+    "numpy.random": frozenset({"seed", "set_state"}),
+    "random": frozenset({"seed", "setstate"}),
+}
 _ASSIGNMENTS = frozenset({"=", "+=", "|=", ":="})
 _ENVIRON_READS = frozenset({"get", "copy", "items", "keys", "values"})
 
@@ -255,6 +263,8 @@ def _attribute_risk(words: list[str], i: int, name: str) -> str:
         attr = words[i + 2]
         if name in READ_ONLY_ATTRIBUTES and attr not in READ_ONLY_ATTRIBUTES[name]:
             return f"it uses {name}.{attr}"
+        if attr in PROCESS_WIDE.get(name, ()):
+            return f"it calls {name}.{attr}, which the server's process shares"
         if name == "os.environ" and attr not in _ENVIRON_READS:
             return f"it changes os.environ ({attr})"
         name, i = f"{name}.{attr}", i + 2
