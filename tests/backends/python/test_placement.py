@@ -94,6 +94,14 @@ IN_STUBS = {
         HEAD + "import logging\nlogging.basicConfig(level=10)\n" + BODY,
         "logging.basicConfig",
     ),
+    "numpy's ctypes loader": (
+        HEAD + "lib = np.ctypeslib.load_library('x', '.')\n" + BODY,
+        "numpy.ctypeslib",
+    ),
+    "numpy's ctypes loader imported": (
+        HEAD + "from numpy.ctypeslib import load_library\n" + BODY,
+        "numpy.ctypeslib",
+    ),
     "exec of text": (HEAD + "exec('import ctypes')\n" + BODY, "it calls exec()"),
     "a BLS call": (
         HEAD + BODY.replace("return", "pb_utils.InferenceRequest().exec()\n        return"),

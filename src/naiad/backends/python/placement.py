@@ -93,6 +93,8 @@ PROCESS_WIDE = {
     "numpy.random": frozenset({"seed", "set_state"}),
     "random": frozenset({"seed", "setstate"}),
 }
+#: Parts of the pure modules that load native code.
+_NATIVE = ("numpy.ctypeslib",)
 _ASSIGNMENTS = frozenset({"=", "+=", "|=", ":="})
 _ENVIRON_READS = frozenset({"get", "copy", "items", "keys", "values"})
 
@@ -231,6 +233,8 @@ def _split(words: list[str]) -> list[list[str]]:
 
 
 def _module_risk(name: str) -> str:
+    if name.startswith(_NATIVE):
+        return f"it imports {name}"
     if name in READ_ONLY_ATTRIBUTES or name.split(".")[0] in PURE_MODULES:
         return ""
     return f"it imports {name}"
@@ -262,6 +266,8 @@ def _attribute_risk(words: list[str], i: int, name: str) -> str:
     while i + 2 < len(words) and words[i + 1] == ".":
         attr = words[i + 2]
         if name in READ_ONLY_ATTRIBUTES and attr not in READ_ONLY_ATTRIBUTES[name]:
+            return f"it uses {name}.{attr}"
+        if f"{name}.{attr}".startswith(_NATIVE):
             return f"it uses {name}.{attr}"
         if attr in PROCESS_WIDE.get(name, ()):
             return f"it calls {name}.{attr}, which the server's process shares"
