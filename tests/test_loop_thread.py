@@ -91,6 +91,38 @@ def test_callbacks_scheduled_by_a_borrower_run_on_the_loop(lt):
     assert done.wait(5)
 
 
+def test_a_coroutine_that_waits_only_for_callbacks_completes_on_the_calling_thread(lt):
+    """As a request does whose dynamic batch forms at the end of the loop's turn."""
+
+    async def waits_for_a_callback() -> tuple[int, int]:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int] = loop.create_future()
+        loop.call_soon(lambda: answer.set_result(threading.get_ident()))
+        return await answer, threading.get_ident()
+
+    answered_on, finished_on = lt.run(waits_for_a_callback())
+    assert answered_on == finished_on == threading.get_ident()
+
+
+def test_a_longer_chain_of_callbacks_is_handed_to_the_loop(lt):
+    """The caller runs a few turns, not the loop's work for ever."""
+
+    async def hops(n: int) -> int:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int] = loop.create_future()
+
+        def hop(left: int) -> None:
+            if left:
+                loop.call_soon(hop, left - 1)
+            else:
+                answer.set_result(threading.get_ident())
+
+        loop.call_soon(hop, n)
+        return await answer
+
+    assert lt.run(hops(20)) == _loop_ident(lt)
+
+
 async def test_arun_from_another_loop(lt):
     assert await lt.arun(_where(lt)) == threading.get_ident()
 

@@ -10,8 +10,10 @@ model takes to run.
 So a request may run on the caller's own thread instead.  The loop holds
 its lock whenever it runs callbacks and lets go only while it waits in
 ``select``; a caller that gets the lock owns the loop for that moment and
-runs the request's coroutine itself, until it completes or has to wait
-(a dynamic batch forming, a stub process working).  A request to a model
+runs the request's coroutine itself, and the loop's ready callbacks for a
+few turns, until it completes or has to wait for a timer or I/O (a batch
+delay, a stub process working); a dynamic batch formed at the end of a
+turn and run inline thus completes on the caller's thread too.  A request to a model
 that runs inline completes with no hand-off at all; one that waits goes on
 in the loop's thread, and the caller waits for it as before.  A caller that
 finds the loop busy hands its request over the usual way.
@@ -159,13 +161,14 @@ class LoopThread:
             asyncio._set_running_loop(loop)
             try:
                 started = start_eagerly(loop, _settle(coro, future))
+                if started is not None:
+                    future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
+                    # Registered only now, and only if it waits: it has no task for
+                    # close() to cancel, and close() answers it after the loop stops.
+                    self._waiting(future)
+                    _run_turns(loop, future)
             finally:
                 asyncio._set_running_loop(outer)
-            if started is not None:
-                future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
-                # Registered only now, and only if it waits: it has no task for
-                # close() to cancel, and close() answers it after the loop stops.
-                self._waiting(future)
             # Callbacks or an earlier timer added here: wake the loop to run them.
             if len(loop._ready) != ready or (scheduled[0] if scheduled else None) is not first:  # type: ignore[attr-defined]
                 loop.call_soon_threadsafe(_nothing)
@@ -216,6 +219,28 @@ async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Futur
     else:
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             future.set_result(result)
+
+
+#: Loop turns a borrowing caller runs itself before it hands its request to the loop.
+_TURNS = 4
+
+
+def _run_turns(loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Any]) -> None:
+    """Run the loop's ready callbacks on this thread, turn by turn, as the loop would.
+
+    A request that waits only for callbacks (a dynamic batch formed at the
+    end of the turn, then run inline and answered) completes here, without
+    the two thread wake-ups of a hand-off.  Timers and I/O stay the loop's:
+    a request that waits for them is handed over when the turns run out.
+    """
+    ready = loop._ready  # type: ignore[attr-defined]
+    for _ in range(_TURNS):
+        if future.done() or not ready:
+            return
+        for _ in range(len(ready)):  # one turn: what is ready now, not what it adds
+            handle = ready.popleft()
+            if not handle._cancelled:
+                handle._run()
 
 
 def _cancel_if_cancelled(

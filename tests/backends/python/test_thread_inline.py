@@ -8,6 +8,8 @@ loop (``naiad.loop_thread``).  Where a batch ran is evidence, not timing.
 
 from __future__ import annotations
 
+import threading
+
 import numpy as np
 import pytest
 from pybackend_helpers import A, B, instances
@@ -105,3 +107,25 @@ def test_a_model_that_sleeps_is_not_mistaken_for_a_fast_one(repo, serve):
     threads = _run(server, "sleepy", 15)
     assert len(threads) == 15
     assert not any(_inline(t) for t in threads)
+
+
+def test_a_dynamically_batched_fast_model_runs_on_the_embedded_callers_thread(repo, serve):
+    """The batch forms at the end of the loop's turn; the caller that borrowed the idle
+    loop runs that turn itself, so the request needs no hand-off to the loop's thread."""
+    add_sub(
+        repo,
+        "batched",
+        mode="thread",
+        max_batch=8,
+        extra="dynamic_batching { }",
+        source=RECORDING.format(helper_bls=False, sleep=0),
+    )
+    server = serve(repo)
+    threads = instances(server, "batched")[0].runner.model.threads
+    caller = threading.current_thread().name
+    for _ in range(200):
+        out = server.infer("batched", {"INPUT0": A[None], "INPUT1": B[None]})
+        np.testing.assert_array_equal(out["OUTPUT0"], (A + B)[None])
+        if threads[-1] == caller:
+            break
+    assert threads[-1] == caller, threads[-5:]
