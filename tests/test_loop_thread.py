@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import signal
 import threading
 import time
 from collections.abc import Iterator
@@ -121,6 +122,36 @@ def test_a_longer_chain_of_callbacks_is_handed_to_the_loop(lt):
         return await answer
 
     assert lt.run(hops(20)) == _loop_ident(lt)
+
+
+def test_ctrl_c_in_the_borrowed_turns_waits_until_the_loop_is_whole(lt):
+    """The loop's code run on the main thread must not stop half-way: a press is
+    raised once the borrowed turns are over, and the loop serves on."""
+    if threading.current_thread() is not threading.main_thread():
+        pytest.skip("only the main thread gets KeyboardInterrupt")
+    previous = signal.signal(signal.SIGINT, signal.default_int_handler)
+    ran: list[str] = []
+
+    async def pressed_in_a_callback() -> int:
+        loop = asyncio.get_running_loop()
+        answer: asyncio.Future[int] = loop.create_future()
+
+        def press() -> None:
+            signal.raise_signal(signal.SIGINT)  # Ctrl-C, while a loop callback runs
+            ran.append("the rest of the callback")
+            answer.set_result(7)
+
+        loop.call_soon(press)
+        return await answer
+
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            lt.run(pressed_in_a_callback())
+        assert ran == ["the rest of the callback"]
+        assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
+        assert lt.run(_where(lt)) == threading.get_ident()
+    finally:
+        signal.signal(signal.SIGINT, previous)
 
 
 async def test_arun_from_another_loop(lt):

@@ -25,6 +25,7 @@ import asyncio
 import concurrent.futures
 import contextlib
 import selectors
+import signal
 import threading
 import weakref
 from collections.abc import Coroutine
@@ -146,6 +147,14 @@ class LoopThread:
     def _borrow(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
         """Start ``coro`` here if the loop is idle; None when it is busy (or closed)."""
         self._check_caller(coro)
+        pressed = _defer_interrupts()  # before the lock: a Ctrl-C must not keep it taken
+        try:
+            return self._borrowed(coro)
+        finally:
+            if pressed is not None:
+                _allow_interrupts(pressed)
+
+    def _borrowed(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
         loop = self.loop
         if loop.get_debug() or not self._lock.acquire(blocking=False):
             return None  # debug mode checks that only the loop's thread touches it
@@ -220,6 +229,36 @@ async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Futur
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             future.set_result(result)
 
+
+def _defer_interrupts() -> list[int] | None:
+    """Hold Ctrl-C back while the main thread runs the loop's code.
+
+    Python raises KeyboardInterrupt in the main thread wherever it is; inside
+    the loop's callbacks it would leave the core half-way through a change (a
+    request counted in flight and never queued, a batch never formed), and
+    stopping the server would wait for it for ever.  The loop's own thread
+    never gets it.  So while the main thread borrows the loop, SIGINT is
+    noted and raised after (``_allow_interrupts``).  Only Python's default
+    handler is replaced: one the program installed is its own business.
+    Returns the list a press is noted in, or None where nothing was replaced.
+    """
+    if (
+        threading.get_ident() != _MAIN_THREAD
+        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
+    ):
+        return None
+    pressed: list[int] = []
+    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
+    return pressed
+
+
+def _allow_interrupts(pressed: list[int]) -> None:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    if pressed:
+        raise KeyboardInterrupt
+
+
+_MAIN_THREAD = threading.main_thread().ident
 
 #: Loop turns a borrowing caller runs itself before it hands its request to the loop.
 _TURNS = 4
