@@ -24,6 +24,7 @@ from typing import Any, TypeVar
 from urllib.parse import quote
 
 from naiad.ready import NotServing, Ports
+from naiad.tools import interrupt
 from naiad.tools.analyze.errors import AnalyzeError
 from naiad.tools.client import HttpClient, ServerError, Unreachable
 
@@ -85,9 +86,11 @@ class Server:
         return HttpClient(self.http_address, timeout_s=timeout_s)
 
     def _run(self, call: Coroutine[Any, Any, T]) -> T:
-        """One call, on a loop of its own (naiad analyze's steps are synchronous)."""
+        """One call, on a loop of its own (naiad analyze's steps are synchronous); a
+        Ctrl-C waits for the call (bounded by its timeout), then stops the analysis."""
         try:
-            return asyncio.run(call)
+            with interrupt.deferred():
+                return asyncio.run(call)
         except Unreachable as exc:
             raise AnalyzeError(f"cannot reach naiad at {self.http_address}: {exc}") from None
 
