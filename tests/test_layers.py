@@ -35,7 +35,14 @@ LAYERS: list[set[str]] = [
     {"naiad.scheduling"},
     {"naiad.backends"},
     {"naiad.config", "naiad.repository", "naiad.metrics"},
-    {"naiad.core", "naiad.logs", "naiad._version", "naiad.ready", "triton_python_backend_utils"},
+    {
+        "naiad.core",
+        "naiad.logs",
+        "naiad._version",
+        "naiad.ready",
+        "naiad.interrupts",
+        "triton_python_backend_utils",
+    },
 ]
 RANK = {part: rank for rank, parts in enumerate(LAYERS) for part in parts}
 

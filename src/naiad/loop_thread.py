@@ -21,17 +21,16 @@ finds the loop busy hands its request over the usual way.
 
 from __future__ import annotations
 
-import _signal  # signal.signal's enum conversions cost ~4 µs a call; this costs 0.2
 import asyncio
 import concurrent.futures
 import contextlib
 import selectors
-import signal
 import threading
 import weakref
 from collections.abc import Coroutine
 from typing import Any, TypeVar
 
+from naiad import interrupts
 from naiad.core.errors import Unavailable
 from naiad.frontends.eager import Started, start_eagerly
 
@@ -148,12 +147,14 @@ class LoopThread:
     def _borrow(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
         """Start ``coro`` here if the loop is idle; None when it is busy (or closed)."""
         self._check_caller(coro)
-        deferred = _defer_interrupts()  # before the lock: a Ctrl-C must not keep it taken
+        # Before the lock, which a Ctrl-C must not keep taken; the loop's code run on
+        # the main thread must not stop half-way (naiad.interrupts).
+        holding = interrupts.hold()
         try:
             return self._borrowed(coro)
         finally:
-            if deferred:
-                _allow_interrupts()
+            if holding:
+                interrupts.release()
 
     def _borrowed(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
         loop = self.loop
@@ -230,45 +231,6 @@ async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Futur
         with contextlib.suppress(concurrent.futures.InvalidStateError):
             future.set_result(result)
 
-
-def _defer_interrupts() -> bool:
-    """Hold Ctrl-C back while the main thread runs the loop's code.
-
-    Python raises KeyboardInterrupt in the main thread wherever it is; inside
-    the loop's callbacks it would leave the core half-way through a change (a
-    request counted in flight and never queued, a batch never formed), and
-    stopping the server would wait for it for ever.  The loop's own thread
-    never gets it.  So while the main thread borrows the loop, SIGINT is
-    counted and raised after (``_allow_interrupts``).  Only Python's default
-    handler is replaced: one the program installed is its own business.
-    True where it was replaced.
-    """
-    if (
-        threading.get_ident() != _MAIN_THREAD
-        or _signal.getsignal(_SIGINT) is not signal.default_int_handler
-    ):
-        return False
-    _PRESSES.count = 0
-    _signal.signal(_SIGINT, _PRESSES)
-    return True
-
-
-def _allow_interrupts() -> None:
-    _signal.signal(_SIGINT, signal.default_int_handler)
-    if _PRESSES.count:
-        raise KeyboardInterrupt
-
-
-class _Presses:
-    count = 0
-
-    def __call__(self, signum: int, frame: object) -> None:
-        self.count += 1
-
-
-_PRESSES = _Presses()
-_SIGINT = int(signal.SIGINT)
-_MAIN_THREAD = threading.main_thread().ident
 
 #: Loop turns a borrowing caller runs itself before it hands its request to the loop.
 _TURNS = 4

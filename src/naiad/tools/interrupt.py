@@ -20,8 +20,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import signal
-import threading
-from collections.abc import Coroutine, Iterator
+from collections.abc import Coroutine
 from typing import Any, TypeVar
 
 T = TypeVar("T")
@@ -68,30 +67,6 @@ def run_cancellable(work: Coroutine[Any, Any, T]) -> T:
         # swallows SIGINT once its loop is closed: put back the one from before.
         with contextlib.suppress(ValueError, TypeError):  # not the main thread
             signal.signal(signal.SIGINT, previous)
-
-
-@contextlib.contextmanager
-def deferred() -> Iterator[None]:
-    """Ctrl-C during the block is raised after it, not inside it.
-
-    For short steps that must not stop half-way: ``asyncio.run`` interrupted
-    while it builds its loop leaves an object whose ``__del__`` prints a
-    traceback.  Only Python's default handler, on the main thread, is replaced.
-    """
-    if (
-        threading.current_thread() is not threading.main_thread()
-        or signal.getsignal(signal.SIGINT) is not signal.default_int_handler
-    ):
-        yield
-        return
-    pressed: list[int] = []
-    signal.signal(signal.SIGINT, lambda signum, frame: pressed.append(signum))
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGINT, signal.default_int_handler)
-    if pressed:
-        raise KeyboardInterrupt
 
 
 def ignore_in_child() -> None:

@@ -23,8 +23,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 from urllib.parse import quote
 
+from naiad import interrupts
 from naiad.ready import NotServing, Ports
-from naiad.tools import interrupt
 from naiad.tools.analyze.errors import AnalyzeError
 from naiad.tools.client import HttpClient, ServerError, Unreachable
 
@@ -89,7 +89,7 @@ class Server:
         """One call, on a loop of its own (naiad analyze's steps are synchronous); a
         Ctrl-C waits for the call (bounded by its timeout), then stops the analysis."""
         try:
-            with interrupt.deferred():
+            with interrupts.held():
                 return asyncio.run(call)
         except Unreachable as exc:
             raise AnalyzeError(f"cannot reach naiad at {self.http_address}: {exc}") from None

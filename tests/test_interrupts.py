@@ -1,4 +1,4 @@
-"""``naiad.tools.interrupt.deferred``: a Ctrl-C inside a short step is raised after it."""
+"""``naiad.interrupts``: a Ctrl-C inside a short step is raised after it."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import threading
 
 import pytest
 
-from naiad.tools import interrupt
+from naiad import interrupts
 
 pytestmark = pytest.mark.unit
 
@@ -32,14 +32,14 @@ def test_a_press_inside_the_step_is_raised_after_it(default_handler):
         return 1
 
     with pytest.raises(KeyboardInterrupt):
-        with interrupt.deferred():
+        with interrupts.held():
             asyncio.run(step())
     assert finished == [True]
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
 
 
 def test_no_press_no_interrupt(default_handler):
-    with interrupt.deferred():
+    with interrupts.held():
         value = asyncio.run(asyncio.sleep(0, result=3))
     assert value == 3
     assert signal.getsignal(signal.SIGINT) is signal.default_int_handler
