@@ -12,15 +12,16 @@ statistics extension reports the whole server).
 
     python benchmarks/workers_bench.py [--workers 1 2] [--concurrency 1 8 32] [--rounds 3]
 
-On the lent 16-core machine: ``--workers 1 2 4 8 16`` for the scaling curve.
+On the lent 16-core machine: ``--workers 1 2 4 8 16 --wrk-threads 4`` for the
+scaling curve (one wrk thread cannot keep 8 workers busy).
 
-Two more rows, naiad only, show what several workers change for Triton's
-scheduling: ``identity_batched`` (the same model with a dynamic batcher) at
-the highest concurrency, with the batch sizes the batcher reached (from the
-statistics extension, summed over the workers), and ``acc_seq`` (a sequence
-model with implicit state) where every request is a one-step sequence with a
-new correlation id, so with N workers (N-1)/N of them are passed to the
-worker that owns their sequence.
+Three more rows, naiad only, at the highest concurrency: ``identity_python``,
+Triton's model.py served by naiad (how the Python backend scales with
+workers); ``identity_batched``, the ONNX identity with a dynamic batcher, with
+the batch sizes the batcher reached (from the statistics extension, summed
+over the workers); and ``acc_seq``, a sequence model with implicit state
+where every request is a one-step sequence with a new correlation id, so with
+N workers (N-1)/N of them are passed to the worker that owns their sequence.
 """
 
 from __future__ import annotations
@@ -52,14 +53,20 @@ BODY = {
 }
 
 
-#: One-step sequences, each with a correlation id of its own (wrk's Lua API).
+#: One-step sequences, each with a correlation id of its own (wrk's Lua API: ``setup``
+#: runs once per wrk thread and gives each thread its own range of ids).
 SEQUENCE_SCRIPT = """
 wrk.method = "POST"
 wrk.headers["Content-Type"] = "application/json"
+local threads = 0
+setup = function(thread)
+  threads = threads + 1
+  thread:set("first", threads * 1000000000)
+end
 local n = 0
 request = function()
   n = n + 1
-  local body = '{"parameters": {"sequence_id": ' .. n .. ', "sequence_start": true, ' ..
+  local body = '{"parameters": {"sequence_id": ' .. (first + n) .. ', "sequence_start": true, ' ..
     '"sequence_end": true}, "inputs": [{"name": "INPUT", "shape": [1, 1], ' ..
     '"datatype": "INT32", "data": [1]}]}'
   return wrk.format(nil, nil, nil, body)
@@ -67,10 +74,16 @@ end
 """
 
 
-def add_scheduling_models(repo: Path) -> None:
-    """``identity_batched`` and ``acc_seq`` (see the module's docstring)."""
+def add_scheduling_models(repo: Path, triton_repo: Path) -> None:
+    """``identity_batched``, ``acc_seq`` and ``identity_python`` (see the module's
+    docstring)."""
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tests"))
     from scheduling.sequence_models import acc_state
+
+    python = repo / "identity_python"
+    shutil.copytree(triton_repo / "identity_fp32", python)
+    config = (python / "config.pbtxt").read_text().replace("identity_fp32", "identity_python")
+    (python / "config.pbtxt").write_text(config)
 
     batched = repo / "identity_batched"
     shutil.copytree(repo / "identity_fp32", batched)
@@ -90,11 +103,20 @@ def batch_sizes(port: int, model: str) -> str:
 
 
 def wrk(
-    port: int, concurrency: int, seconds: int, script: Path, model: str = "identity_fp32"
+    port: int,
+    concurrency: int,
+    seconds: int,
+    script: Path,
+    model: str = "identity_fp32",
+    threads: int = 1,
 ) -> float:
-    """Requests per second that ``wrk`` reached; every answer must be a 200."""
+    """Requests per second that ``wrk`` reached; every answer must be a 200.
+
+    One wrk thread keeps wrk off the 2-core VM's second core; on a 16-core machine one
+    thread cannot keep 8 workers busy (``--wrk-threads``)."""
     url = f"http://127.0.0.1:{port}/v2/models/{model}/infer"
-    command = ["wrk", "-t1", f"-c{concurrency}", f"-d{seconds}s", "-s", str(script), url]
+    threads = min(threads, concurrency)
+    command = ["wrk", f"-t{threads}", f"-c{concurrency}", f"-d{seconds}s", "-s", str(script), url]
     out = subprocess.run(command, capture_output=True, text=True, timeout=seconds + 60).stdout
     if "Non-2xx" in out:
         raise RuntimeError(f"wrk got errors:\n{out}")
@@ -107,6 +129,7 @@ def main() -> int:
     parser.add_argument("--concurrency", type=int, nargs="+", default=[1, 8, 32])
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--seconds", type=int, default=4, help="measurement window")
+    parser.add_argument("--wrk-threads", type=int, default=1, help="wrk's threads")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         print("wrk not found; run scripts/setup-reference.sh")
@@ -114,7 +137,7 @@ def main() -> int:
     results: dict[tuple[str, int], list[float]] = {}
     with tempfile.TemporaryDirectory(prefix="naiad-workers-") as tmp:
         naiad_repo, triton_repo = build_repositories(Path(tmp))
-        add_scheduling_models(naiad_repo)
+        add_scheduling_models(naiad_repo, triton_repo)
         sequence_script = Path(tmp) / "sequence.lua"
         sequence_script.write_text(SEQUENCE_SCRIPT)
         script = Path(tmp) / "post.lua"
@@ -136,14 +159,16 @@ def main() -> int:
             for rnd in range(args.rounds):
                 for c in args.concurrency:
                     for name in round_order(servers, rnd):
-                        rate = wrk(servers[name][1], c, args.seconds, script)
+                        rate = wrk(servers[name][1], c, args.seconds, script, threads=args.wrk_threads)
                         results.setdefault((name, c), []).append(rate)
                         print(f"round {rnd + 1} {name:9} c={c:<3} {rate:9.1f} infer/s", flush=True)
                 c = max(args.concurrency)
                 for name in round_order([n for n in servers if n != "triton"], rnd):
                     port = servers[name][1]
-                    for model, lua in (("identity_batched", script), ("acc_seq", sequence_script)):
-                        rate = wrk(port, c, args.seconds, lua, model)
+                    rows = (("identity_python", script), ("identity_batched", script),
+                            ("acc_seq", sequence_script))  # fmt: skip
+                    for model, lua in rows:
+                        rate = wrk(port, c, args.seconds, lua, model, args.wrk_threads)
                         results.setdefault((f"{name} {model}", c), []).append(rate)
                         print(f"round {rnd + 1} {name:9} {model} c={c:<3} {rate:9.1f} infer/s",
                               flush=True)  # fmt: skip
@@ -165,12 +190,15 @@ def main() -> int:
             cells += [f"{med[n] / med['triton']:.2f}" for n in names if n != "triton"]
         print(f"| {c} | " + " | ".join(cells) + " |")
     c = max(args.concurrency)
-    print(f"\n| c={c} | infer/s identity_batched | batch sizes reached | infer/s acc_seq |")
+    print(f"\n| c={c} | infer/s identity_python | infer/s identity_batched | batch sizes reached"
+          " | infer/s acc_seq |")  # fmt: skip
     for name in names:
         if name != "triton":
-            batched = statistics.median(results[(f"{name} identity_batched", c)])
-            sequences = statistics.median(results[(f"{name} acc_seq", c)])
-            print(f"| {name} | {batched:.0f} | {sizes[name]} | {sequences:.0f} |")
+            python, batched, sequences = (
+                statistics.median(results[(f"{name} {model}", c)])
+                for model in ("identity_python", "identity_batched", "acc_seq")
+            )
+            print(f"| {name} | {python:.0f} | {batched:.0f} | {sizes[name]} | {sequences:.0f} |")
     return 0
 
 

@@ -16,6 +16,7 @@ from naiad.cluster.link import Link, Listener, PeerGone
 from naiad.core import datatypes
 from naiad.core.errors import InvalidArgument, Kind, Unavailable
 from naiad.core.types import InferenceResponse, OutputTensor
+from naiad.frontends.eager import start_eagerly
 
 pytestmark = pytest.mark.unit
 
@@ -98,6 +99,34 @@ async def test_a_peer_that_is_not_there_or_goes_is_peer_gone(linked, tmp_path):
     with pytest.raises(PeerGone, match="worker 0 stopped before it answered"):
         await waiting
     assert issubclass(PeerGone, Unavailable)
+
+
+async def test_a_call_from_a_request_coroutine_without_a_task(linked, tmp_path):
+    """The frontends run a request's coroutine without a task (frontends.eager); a
+    forwarded sequence request opens the link from there.  asyncio.wait_for needs a
+    task since Python 3.12, where every forwarded request failed with "Timeout should
+    be used inside a task" (found at --workers 2 on a Python 3.12 machine)."""
+    _, _, link = linked
+    link.timeout = 5.0
+    missing = Link(str(tmp_path / "7.sock"), "worker 7", timeout=5.0)
+    loop = asyncio.get_running_loop()
+
+    async def request(target: Link, outcome: asyncio.Future[object]) -> None:
+        assert asyncio.current_task() is None
+        try:
+            outcome.set_result(await target.call("double", np.ones(2, np.float32)))
+        except PeerGone as exc:
+            outcome.set_result(exc)
+
+    outcomes = []
+    for target in (link, missing):
+        outcome: asyncio.Future[object] = loop.create_future()
+        # As a frontend's protocol callback starts a request: from the loop, not a task.
+        loop.call_soon(start_eagerly, loop, request(target, outcome))
+        outcomes.append(await asyncio.wait_for(outcome, 10))
+    assert outcomes[0].outputs[0].data.tolist() == [2.0, 2.0]
+    assert isinstance(outcomes[1], PeerGone)
+    assert "worker 7 is not serving" in str(outcomes[1])
 
 
 async def test_a_call_outlives_the_timeout_while_the_peer_answers_pings(tmp_path):

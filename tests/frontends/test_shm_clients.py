@@ -314,7 +314,8 @@ def test_cuda_shared_memory_with_tritonclient(tmp_path: Path) -> None:
     repo = build_repository(tmp_path / "models")
     from support.served import naiad_serve
 
-    with naiad_serve(repo, "--allow-grpc", "false", "--allow-metrics", "false") as served:
+    options = ("--allow-grpc", "false", "--allow-metrics", "false", "--allow-client-shm", "true")
+    with naiad_serve(repo, *options) as served:
         port = served.http_port  # it says which once it serves
         c = httpclient.InferenceServerClient(f"127.0.0.1:{port}")
         a, b = np.arange(16, dtype=np.int32).reshape(1, 16), np.full((1, 16), 5, np.int32)

@@ -237,13 +237,18 @@ class Link:
         async with self._connecting:
             if self._writer is not None and not self._writer.is_closing():
                 return self._writer
+            # A stopped peer's full backlog would hold a connect forever.  Not
+            # asyncio.wait_for: a forwarded request's coroutine runs without a task
+            # (frontends.eager), and since Python 3.12 wait_for needs one.
+            connecting = asyncio.ensure_future(asyncio.open_unix_connection(self.path))
             try:
-                # A stopped peer's full backlog would hold a connect forever.
-                reader, writer = await asyncio.wait_for(
-                    asyncio.open_unix_connection(self.path), self.timeout or None
-                )
-            except (OSError, asyncio.TimeoutError):
-                raise PeerGone(f"{self.name} is not serving (restarting?)") from None
+                await asyncio.wait((connecting,), timeout=self.timeout or None)
+            finally:
+                if not connecting.done():
+                    connecting.cancel()
+            if not connecting.done() or connecting.cancelled() or connecting.exception():
+                raise PeerGone(f"{self.name} is not serving (restarting?)")
+            reader, writer = connecting.result()
             self._writer, self._calls = writer, {}
             self._reader_task = asyncio.ensure_future(self._receive(reader, writer, self._calls))
             return writer

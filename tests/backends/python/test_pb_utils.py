@@ -75,7 +75,7 @@ def test_bf16_tensors_keep_their_type_through_dlpack():
         assert back._array.tobytes() == values.tobytes()
     plain = pb_utils.Tensor.from_dlpack("u", np.arange(3, dtype=np.uint16).__dlpack__())
     assert plain.triton_dtype() == 3  # UINT16 stays UINT16
-    with pytest.raises(RuntimeError):
+    with pytest.raises((RuntimeError, BufferError)):  # BufferError from numpy 2.5
         np.from_dlpack(made)  # numpy has no bfloat16, as with Triton's tensors
 
 

@@ -7,8 +7,13 @@ at start-up are served).
 
 from __future__ import annotations
 
+import sys
 from importlib import resources
-from importlib.abc import Traversable
+
+if sys.version_info >= (3, 11):
+    from importlib.resources.abc import Traversable
+else:  # importlib.abc's is deprecated from 3.12 and gone in 3.14
+    from importlib.abc import Traversable
 
 TYPES = {
     ".html": b"text/html; charset=utf-8",
