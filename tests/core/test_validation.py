@@ -115,3 +115,32 @@ def test_bytes_input_is_decoded():
     short = InferenceRequest("s", [InferInput("T", datatypes.BYTES, (3,), data)])
     with pytest.raises(InvalidArgument, match="expected 3 string elements"):
         validate_request(short, "s", sig)
+
+
+def test_a_template_is_checked_once_and_its_data_measured_every_time():
+    """Requests with one template (frontends/http/templates.py) follow the first one's
+    plan: the backend shape with reshape, the batch size; data of another size is
+    checked in full, and a template whose inputs are not all raw bytes gets no plan."""
+    sig = signature(RESHAPED)
+    template = object()
+
+    def reshaped(raw: bytes) -> InferenceRequest:
+        request = InferenceRequest("r", [fp32("X", (2, 3), memoryview(raw))])
+        request.template = template
+        return request
+
+    raw = np.arange(6, dtype=np.float32).tobytes()
+    for _ in range(2):
+        request = reshaped(raw)
+        validate_request(request, "r", sig)
+        assert request.inputs[0].array().shape == (3, 2) and request.batch_size == 1
+        assert request.inputs[0].array().ravel().tolist() == list(range(6))
+    assert list(sig.plans) == [template]
+    with pytest.raises(InvalidArgument, match="input byte size mismatch for input 'X'"):
+        validate_request(reshaped(raw[:-4]), "r", sig)
+    batching = signature(BATCHING)
+    words = InferInput("A", datatypes.FP32, (1, 16), np.zeros((1, 16), np.float32))
+    request = InferenceRequest("m", [words])
+    request.template = template
+    validate_request(request, "m", batching)
+    assert batching.plans == {}

@@ -6,6 +6,7 @@ Protobuf attribute access is slow and repeated per request otherwise; a
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from typing import TYPE_CHECKING
 
 from naiad.core import datatypes
@@ -13,6 +14,7 @@ from naiad.core.datatypes import DataType
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
+    from naiad.core.validation import Plan
 
 
 class TensorSpec:
@@ -67,6 +69,7 @@ class Signature:
         "decoupled",
         "sequence",
         "iterative",
+        "plans",
     )
 
     def __init__(self, config: ModelConfig) -> None:
@@ -103,3 +106,5 @@ class Signature:
         self.sequence = config.HasField("sequence_batching")
         # An iterative sequence model numbers requests that come without an id.
         self.iterative = self.sequence and config.sequence_batching.iterative_sequence
+        #: What validation found for each request template (core.validation.Plan).
+        self.plans: dict[Hashable, Plan] = {}

@@ -9,7 +9,7 @@ without copying).
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Hashable
 from typing import Any, Union
 
 import numpy as np
@@ -128,6 +128,7 @@ class InferenceRequest:
         "response_sink",
         "context",
         "trace_context",
+        "template",
     )
 
     def __init__(
@@ -168,6 +169,11 @@ class InferenceRequest:
         self.context: Any = None
         #: W3C trace headers of the request (``traceparent``, ``tracestate``), if any.
         self.trace_context: dict[str, str] | None = None
+        #: The frontend's word that every request with this (hashable) template has the
+        #: same inputs (names, datatypes, shapes, byte sizes), outputs and parameters, so
+        #: the core checks the first against the model and follows that for the rest
+        #: (core.validation).  None: check this request on its own.
+        self.template: Hashable | None = None
 
     @property
     def flags(self) -> int:

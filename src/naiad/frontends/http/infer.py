@@ -14,9 +14,9 @@ from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.parameters import forward_header
 from naiad.core.types import InferenceRequest
 from naiad.frontends.http import compression
-from naiad.frontends.http.codec import decode_infer
 from naiad.frontends.http.encode import encode_infer
 from naiad.frontends.http.message import JSON, OCTET, Request, Response, error_response
+from naiad.frontends.http.templates import Templates
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -31,6 +31,7 @@ class InferEndpoint:
         self.dp = dataplane
         self.limit = limit
         self.forward = forward
+        self.templates = Templates()
 
     async def __call__(self, req: Request, name: str, version: str) -> Response:
         headers = req.headers
@@ -56,7 +57,7 @@ class InferEndpoint:
             request = self.dp.raw_binary_request(name, version, body)
             request.context = True  # outputs binary as well
         else:
-            request = decode_infer(name, version, body, header_length)
+            request = self.templates.decode(name, version, body, header_length)
         if self.forward is not None:
             self._forward_headers(request, headers)
         traceparent = headers.get("traceparent")
