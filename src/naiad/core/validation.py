@@ -78,13 +78,25 @@ class Plan:
         if len(inputs) != len(self.inputs):
             return False
         for tensor, (_, _, nbytes) in zip(inputs, self.inputs):  # noqa: B905
-            data = tensor.data
-            if type(data) is not memoryview or data.nbytes != nbytes:
+            if _raw_size(tensor) != nbytes:
                 return False
         for tensor, (dtype, shape, _) in zip(inputs, self.inputs):  # noqa: B905
             tensor.data = np.frombuffer(tensor.data, dtype).reshape(shape)  # type: ignore[arg-type]
         request.batch_size = self.batch_size
         return True
+
+
+def _raw_size(tensor: InferInput) -> int:
+    """The byte size of an input that is raw bytes (a plan's kind of input), else -1."""
+    data = tensor.data
+    kind = type(data)
+    if tensor.shm is not None or tensor.datatype.is_bytes:
+        return -1
+    if kind is memoryview:
+        return data.nbytes  # type: ignore[union-attr]
+    if kind is bytes:
+        return len(data)  # type: ignore[arg-type]
+    return -1
 
 
 def validate_request(
@@ -107,13 +119,9 @@ def validate_request(
     plan = signature.plans.get(template)
     if plan is not None and plan.follow(request):
         return
-    sizes = [
-        t.data.nbytes
-        for t in request.inputs
-        if type(t.data) is memoryview and t.shm is None and not t.datatype.is_bytes
-    ]
+    sizes = [_raw_size(t) for t in request.inputs]
     _check(request, model_name, signature, read_shm)
-    if len(sizes) == len(request.inputs):
+    if -1 not in sizes:
         plans = signature.plans
         if len(plans) >= PLANS_KEPT:
             plans.clear()

@@ -51,19 +51,23 @@ _SHM_BYTE_SIZE = "shared_memory_byte_size"
 # ---------------------------------------------------------------------------- decoding
 
 
-def decode_infer_request(msg: pb.ModelInferRequest) -> InferenceRequest:
+def decode_infer_request(
+    msg: pb.ModelInferRequest, raw: list[bytes] | None = None
+) -> InferenceRequest:
     """The core request for a ``ModelInfer``/``ModelStreamInfer`` message.
 
     Inputs keep their wire encoding (``bytes``) or become numpy arrays (typed
     ``contents``); shared-memory inputs carry a :class:`SharedMemoryRef`.  The
     core validates names, datatypes, shapes and byte sizes afterwards.
+    ``raw``: the message's ``raw_input_contents``, when the caller took them.
     """
     model = msg.model_name
     request = InferenceRequest(model, model_version=parse_version(msg.model_version), id=msg.id)
     if msg.parameters:
         set_request_parameters(request, msg.parameters, PROTO_PARAMETERS)
 
-    raw = msg.raw_input_contents[:]
+    if raw is None:
+        raw = msg.raw_input_contents[:]
     raw_count = len(raw)
     next_raw = 0  # raw_input_contents[i] belongs to the i-th input that is neither shm nor contents
     inputs = request.inputs

@@ -16,9 +16,10 @@ import grpc
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.grpc import grpc_service_pb2 as pb
-from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
+from naiad.frontends.grpc.codec import encode_infer_response
 from naiad.frontends.grpc.errors import status_of_failure
 from naiad.frontends.grpc.restricted import forward_headers, trace_context
+from naiad.frontends.grpc.templates import Templates
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -34,12 +35,13 @@ class ModelInfer:
     def __init__(self, dataplane: DataPlane, forward: re.Pattern[str] | None = None) -> None:
         self.dp = dataplane
         self.forward = forward
+        self.templates = Templates()
 
     async def rpc(
         self, msg: pb.ModelInferRequest, context: grpc.aio.ServicerContext
     ) -> pb.ModelInferResponse:
         try:
-            request = decode_infer_request(msg)
+            request = self.templates.decode(msg)
             metadata = context.invocation_metadata()
             if self.forward is not None:
                 forward_headers(request, metadata, self.forward)

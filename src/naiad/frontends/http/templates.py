@@ -1,15 +1,13 @@
-"""Requests that repeat an earlier request's JSON header, decoded from it once.
+"""HTTP requests that repeat an earlier request's JSON header, decoded from it once.
 
 A client that sends its tensors as binary data (tritonclient's default,
 perf_analyzer's, every KServe client's for large tensors) sends the same
-JSON header before every request of one shape: the same inputs, datatypes,
-shapes, byte sizes, outputs and parameters; only the bytes after it change.
-Such a header is parsed and checked once.  A later request with the same
-header bytes, for the same model and version, is built from what was kept,
-and carries it as its template, so that the core checks it against the
-model once too (``naiad.core.validation.Plan``).  Parsing and checking the
-header was a fifth of the server's work for a small request (the numbers:
-``benchmarks/README.md``, "Request templates").
+JSON header before every request of one shape.  A header seen before, for
+the same model and version, gives the request from its
+:class:`~naiad.core.templates.RequestTemplate`, with the bytes after it as
+the inputs' data.  Parsing and checking the header again was about a fifth
+of the server's work for a small request (``benchmarks/README.md``,
+"Request templates").
 
 Only headers whose every input is binary data get a template, and only
 short ones (most are a few hundred bytes): a template is keyed by the
@@ -20,8 +18,8 @@ request id or sequence id each time) costs a dictionary lookup per request.
 
 from __future__ import annotations
 
-from naiad.core.datatypes import DataType
-from naiad.core.types import InferenceRequest, InferInput, ParameterValue, RequestedOutput
+from naiad.core.templates import RequestTemplate
+from naiad.core.types import InferenceRequest
 from naiad.frontends.http.codec import decode_infer
 
 #: Templates one frontend keeps; past it, it starts again.
@@ -29,68 +27,23 @@ TEMPLATES_KEPT = 256
 #: Longer headers are decoded each time.
 LONGEST_HEADER = 4096
 
-#: An input's name, datatype, shape, parameters, and where its bytes start and end.
-_Input = tuple[str, DataType, tuple[int, ...], "dict[str, ParameterValue] | None", int, int]
 
-_FIELDS = ("id", "correlation_id", "sequence_start", "sequence_end", "priority", "timeout_us")
-_DEFAULTS = InferenceRequest("")
+class _Kept:
+    """A template, where its inputs' bytes lie after the header, and the body's size."""
 
+    __slots__ = ("template", "spans", "size")
 
-class Template:
-    """What one JSON header decoded to, and where its inputs' bytes lie after it."""
-
-    __slots__ = ("version", "inputs", "outputs", "parameters", "fields", "binary_output", "size")
-
-    def __init__(self, request: InferenceRequest, header_length: int, size: int) -> None:
-        self.version = request.model_version
-        inputs: list[_Input] = []
-        start = header_length
-        for tensor in request.inputs:
-            assert type(tensor.data) is memoryview
-            end = start + tensor.data.nbytes
-            inputs.append(
-                (tensor.name, tensor.datatype, tensor.shape, tensor.parameters, start, end)
-            )
-            start = end
-        self.inputs = tuple(inputs)
-        self.outputs: tuple[RequestedOutput, ...] = tuple(request.outputs)
-        self.parameters = dict(request.parameters)
-        self.fields = tuple(
-            (name, getattr(request, name))
-            for name in _FIELDS
-            if getattr(request, name) != getattr(_DEFAULTS, name)
-        )
-        self.binary_output = request.context
+    def __init__(self, template: RequestTemplate, spans: tuple[tuple[int, int], ...], size: int):
+        self.template = template
+        self.spans = spans
         self.size = size
-
-    @staticmethod
-    def fits(request: InferenceRequest) -> bool:
-        """Whether every input of ``request`` is binary data that follows the header."""
-        return all(
-            type(t.data) is memoryview and t.shm is None for t in request.inputs
-        ) and not any(o.shm is not None for o in request.outputs)
-
-    def request(self, model: str, body: bytes) -> InferenceRequest:
-        view = memoryview(body)
-        request = InferenceRequest(
-            model,
-            [InferInput(n, dt, shape, view[a:b], None, p) for n, dt, shape, p, a, b in self.inputs],
-            model_version=self.version,
-            outputs=list(self.outputs),
-            parameters=dict(self.parameters) if self.parameters else None,
-        )
-        for name, value in self.fields:
-            setattr(request, name, value)
-        request.context = self.binary_output
-        request.template = self
-        return request
 
 
 class Templates:
     """The templates of one HTTP frontend."""
 
     def __init__(self) -> None:
-        self._kept: dict[tuple[str, str, bytes], Template] = {}
+        self._kept: dict[tuple[str, str, bytes], _Kept] = {}
 
     def decode(
         self, model: str, version: str, body: bytes, header_length: int | None
@@ -100,13 +53,23 @@ class Templates:
         if header_length is None or not 0 < header_length < size or header_length > LONGEST_HEADER:
             return decode_infer(model, version, body, header_length)
         key = (model, version, body[:header_length])
-        template = self._kept.get(key)
-        if template is not None and template.size == size:
-            return template.request(model, body)
+        kept = self._kept.get(key)
+        if kept is not None and kept.size == size:
+            view = memoryview(body)
+            return kept.template.request([view[start:end] for start, end in kept.spans])
         request = decode_infer(model, version, body, header_length)
-        if Template.fits(request):
+        if RequestTemplate.fits(request):
+            spans = []
+            start = header_length
+            for tensor in request.inputs:
+                data = tensor.data
+                assert isinstance(data, (bytes, memoryview))  # RequestTemplate.fits
+                end = start + (data.nbytes if isinstance(data, memoryview) else len(data))
+                spans.append((start, end))
+                start = end
             if len(self._kept) >= TEMPLATES_KEPT:
                 self._kept.clear()
-            template = self._kept[key] = Template(request, header_length, size)
+            template = RequestTemplate(request)
+            self._kept[key] = _Kept(template, tuple(spans), size)
             request.template = template
         return request
