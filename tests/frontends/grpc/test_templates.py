@@ -1,7 +1,7 @@
 """gRPC requests that repeat a message but for its tensor bytes are built from a template
 (frontends/grpc/templates.py): answers follow each request's data, over both gRPC
 transports; a changed model checks them again; a message whose raw contents do not fit
-gets the error it always got."""
+gets the error it always got.  ModelInfer and ModelStreamInfer alike."""
 
 from __future__ import annotations
 
@@ -57,6 +57,23 @@ def test_each_answer_follows_its_own_data(server: Any) -> None:
         assert result.get_response().model_name == model
     stats = client.get_inference_statistics("second").model_stats[0]
     assert stats.inference_count == 24  # 8 requests of batch 3 went to "second"
+
+
+def test_a_stream_of_one_shape_answers_each_request_with_its_data(server: Any) -> None:
+    client = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    answers: list[Any] = []
+    client.start_stream(callback=lambda result, error: answers.append(error or result))
+    sent = [np.full((1, 4), i, np.float32) for i in range(10)]
+    try:
+        for x in sent:
+            tensor = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+            tensor.set_data_from_numpy(x)
+            client.async_stream_infer("first", [tensor])  # ten messages but for the data
+    finally:
+        client.stop_stream()  # waits for every answer
+    assert len(answers) == 10
+    for answer, x in zip(answers, sent, strict=True):  # a stream answers in order
+        np.testing.assert_array_equal(answer.as_numpy("OUTPUT0"), x)
 
 
 def test_a_changed_model_checks_the_same_message_again(server: Any) -> None:

@@ -23,9 +23,10 @@ import grpc
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.frontends.grpc import grpc_service_pb2 as pb
-from naiad.frontends.grpc.codec import decode_infer_request, encode_infer_response
+from naiad.frontends.grpc.codec import encode_infer_response
 from naiad.frontends.grpc.errors import status_of
 from naiad.frontends.grpc.restricted import forward_headers, trace_context
+from naiad.frontends.grpc.templates import Templates
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -66,9 +67,10 @@ class ModelStreamInfer:
         self.dp = dataplane
         self.forward = forward
         self.max_bytes = max_bytes
+        self.templates = Templates()  # one for all streams: a client's next stream repeats them
 
     async def rpc(self, requests: object, context: grpc.aio.ServicerContext) -> None:
-        await _Stream(self.dp, context, self.forward, self.max_bytes).run()
+        await _Stream(self.dp, context, self.forward, self.max_bytes, self.templates).run()
 
 
 class _Stream:
@@ -78,8 +80,10 @@ class _Stream:
         context: grpc.aio.ServicerContext,
         forward: re.Pattern[str] | None,
         max_bytes: int,
+        templates: Templates,
     ) -> None:
         self.dp = dp
+        self.templates = templates
         self.max_bytes = max_bytes
         self.bytes_in_flight = 0  # request messages' sizes, while the server holds them
         self.context = context
@@ -149,7 +153,7 @@ class _Stream:
         size = msg.ByteSize()
         self.bytes_in_flight += size
         try:
-            request = decode_infer_request(msg)
+            request = self.templates.decode(msg)
             if self.forward is not None:
                 forward_headers(request, self.metadata, self.forward)
             request.trace_context = self.trace_context
