@@ -17,6 +17,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, ClassVar, Protocol
 
+from naiad.config import model_config_pb2 as pb
+
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.config.model_signature import ModelSignature
@@ -64,6 +66,32 @@ class InstanceSpec:
     device_id: int
     passive: bool = False
     index: int = 0
+
+
+_KIND_NAMES = {"KIND_CPU": "CPU", "KIND_GPU": "GPU", "KIND_MODEL": "MODEL", "KIND_AUTO": "CPU"}
+
+
+def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
+    """One spec per instance: ``count`` per listed GPU for GPU groups, else ``count``."""
+    specs: list[InstanceSpec] = []
+    for group in config.instance_group:
+        kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
+        devices = list(group.gpus) if kind == "KIND_GPU" else [0]
+        index = 0
+        for device in devices:
+            for _ in range(max(group.count, 1)):
+                specs.append(
+                    InstanceSpec(
+                        name=f"{group.name}_{index}",
+                        group=group.name,
+                        kind=_KIND_NAMES[kind],
+                        device_id=device,
+                        passive=group.passive,
+                        index=index,
+                    )
+                )
+                index += 1
+    return specs
 
 
 @dataclass

@@ -20,8 +20,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from naiad import config as cfg
-from naiad.backends.base import Backend, InstanceSpec, LoadContext
-from naiad.config import model_config_pb2 as pb
+from naiad.backends.base import Backend, LoadContext, instance_specs
 from naiad.core.errors import NaiadError
 from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
@@ -45,8 +44,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger("naiad")
 
-_KIND_NAMES = {"KIND_CPU": "CPU", "KIND_GPU": "GPU", "KIND_MODEL": "MODEL", "KIND_AUTO": "CPU"}
-
 
 @dataclass
 class PreparedConfig:
@@ -57,29 +54,6 @@ class PreparedConfig:
     path: str  # the model's config.pbtxt (whether or not it exists)
     text: str | None  # its content, when the config was read from it
     backend: Backend | None  # None for ensembles
-
-
-def instance_specs(config: ModelConfig) -> list[InstanceSpec]:
-    """One spec per instance: ``count`` per listed GPU for GPU groups, else ``count``."""
-    specs: list[InstanceSpec] = []
-    for group in config.instance_group:
-        kind = pb.ModelInstanceGroup.Kind.Name(group.kind)
-        devices = list(group.gpus) if kind == "KIND_GPU" else [0]
-        index = 0
-        for device in devices:
-            for _ in range(max(group.count, 1)):
-                specs.append(
-                    InstanceSpec(
-                        name=f"{group.name}_{index}",
-                        group=group.name,
-                        kind=_KIND_NAMES[kind],
-                        device_id=device,
-                        passive=group.passive,
-                        index=index,
-                    )
-                )
-                index += 1
-    return specs
 
 
 def output_labels(config: ModelConfig, model_dir: Path) -> dict[str, list[str]]:

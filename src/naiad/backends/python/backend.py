@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance, instance_specs
 from naiad.backends.python import launcher, placement
 from naiad.backends.python.process import ProcessInstance, StubSettings
 from naiad.backends.python.services import Services
@@ -55,14 +55,6 @@ def _execution_mode(config: ModelConfig, options: Mapping[str, str]) -> str:
             f"execution-mode of the python backend must be one of {', '.join(MODES)}, not '{mode}'"
         )
     return mode
-
-
-def _instance_count(config: ModelConfig) -> int:
-    """How many instances the loader makes of ``config`` (``count`` per listed GPU)."""
-    return sum(
-        max(group.count, 1) * (len(group.gpus) if group.kind == group.KIND_GPU else 1)
-        for group in config.instance_group
-    )
 
 
 def _model_file(config: ModelConfig, model_dir: Path, version: int) -> Path:
@@ -191,7 +183,7 @@ class PythonBackend(Backend):
                 model_file,
                 decoupled,
                 bool(_parameter(config, "EXECUTION_ENV_PATH")),
-                _instance_count(config),
+                len(instance_specs(config)),
             )
             mode = placed.mode
             watch = CpuWatch() if mode == "thread" else None
