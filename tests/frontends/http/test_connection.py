@@ -9,30 +9,12 @@ from typing import Any
 
 import pytest
 
+from frontends.http.memory import MemoryTransport, connection
 from naiad.core.types import InferenceRequest
-from naiad.frontends.budget import RequestBudget
-from naiad.frontends.http.limits import HttpLimits
 from naiad.frontends.http.message import Request, Response
 from naiad.frontends.http.protocol import HttpConnection
-from naiad.options.declarations import ServerOptions
 
 pytestmark = pytest.mark.unit
-
-
-class _Transport(asyncio.Transport):
-    def __init__(self) -> None:
-        super().__init__()
-        self.written: list[bytes] = []
-        self.closed = False
-
-    def write(self, data: Any) -> None:
-        self.written.append(bytes(data))
-
-    def close(self) -> None:
-        self.closed = True
-
-    def is_closing(self) -> bool:
-        return self.closed
 
 
 class _App:
@@ -52,37 +34,11 @@ class _App:
         return work()
 
 
-class _Frontend:
-    def __init__(self, app: _App) -> None:
-        self.app = app
-        self.limits = HttpLimits.from_options(ServerOptions(http_max_input_size=1 << 20))
-        self.loop = asyncio.get_running_loop()
-        self.connections: set[HttpConnection] = set()
-        self.budget = RequestBudget()
-
-    def admit(self, conn: HttpConnection) -> bool:
-        self.connections.add(conn)
-        return True
-
-    clock = 0.0
-
-    def wait(self, timeout: float) -> float:
-        return timeout
-
-    def connection_closed(self, conn: HttpConnection) -> None:
-        self.connections.discard(conn)
-
-
-def _connection(app: _App) -> HttpConnection:
-    frontend = _Frontend(app)
-    return HttpConnection(frontend, frontend.app, frontend.limits)  # type: ignore[arg-type]
-
-
 async def test_disconnect_cancels_the_request_in_flight() -> None:
     app = _App()
     app.gate = asyncio.get_running_loop().create_future()
-    conn = _connection(app)
-    transport = _Transport()
+    conn = connection(app)
+    transport = MemoryTransport()
     conn.connection_made(transport)
     conn.data_received(b"POST /v2/models/m/infer HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}")
     await asyncio.sleep(0)
@@ -99,8 +55,8 @@ async def test_disconnect_cancels_the_request_in_flight() -> None:
 async def test_pipelined_requests_wait_for_the_one_in_flight() -> None:
     app = _App()
     app.gate = asyncio.get_running_loop().create_future()
-    conn = _connection(app)
-    transport = _Transport()
+    conn = connection(app)
+    transport = MemoryTransport()
     conn.connection_made(transport)
     one = b"POST /v2/models/m/infer HTTP/1.1\r\nContent-Length: 2\r\n\r\n{}"
     conn.data_received(one + one)
@@ -119,7 +75,7 @@ async def _accepted(app: _App) -> tuple[HttpConnection, socket.socket]:
     server_end, client_end = socket.socketpair()
     client_end.setblocking(False)
     _, conn = await asyncio.get_running_loop().connect_accepted_socket(
-        lambda: _connection(app),
+        lambda: connection(app),
         server_end,
     )
     return conn, client_end
