@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from naiad.core.statistics import (
     InferBatchStatistics,
     InferResponseStatistics,
     InferStatistics,
+    MemoryUsage,
     ModelStatistics,
     StatisticDuration,
     combined,
@@ -44,3 +47,17 @@ def test_counts_and_times_add_up_batch_sizes_merge_and_the_latest_inference_wins
 def test_the_statistics_extensions_json_reads_back_as_it_was() -> None:
     stats = _stats(7, 123, (2,))
     assert from_json(render.model_statistics(stats)) == stats
+
+
+def test_memory_adds_up_per_device_and_travels_in_the_json() -> None:
+    """Each worker holds its own copy of a model: the server's figure is the sum."""
+    a = dataclasses.replace(
+        _stats(1, 0, ()), memory_usage=(MemoryUsage("CPU", 0, 100), MemoryUsage("GPU", 0, 7))
+    )
+    b = from_json(
+        render.model_statistics(
+            dataclasses.replace(_stats(1, 0, ()), memory_usage=(MemoryUsage("CPU", 0, 50),))
+        )
+    )
+    assert b.memory_usage == (MemoryUsage("CPU", 0, 50),)
+    assert combined(a, b).memory_usage == (MemoryUsage("CPU", 0, 150), MemoryUsage("GPU", 0, 7))

@@ -70,6 +70,16 @@ def client(served: Served) -> httpclient.InferenceServerClient:
     return httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
 
 
+def shown_bytes(size: int) -> str:
+    """A size as the dashboard writes it (dom.js formatBytes): 3 significant digits."""
+    value, unit = float(size), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{int(value)} B" if unit == "B" else f"{float(f'{value:.3g}'):g} {unit}"
+
+
 def url(served: Served, route: str = "") -> str:
     return f"http://127.0.0.1:{served.http_port}/dashboard/{route}"
 
@@ -214,6 +224,10 @@ def test_add_sub_from_its_page(server: Served, browser: WebDriver) -> None:
     assert "INPUT0" in find(browser, "#meta-inputs").text
     assert 'name: "add_sub"' in find(browser, "#config-pbtxt").text
     wait(browser, lambda d: int(d.find_element(By.ID, "stats-success-1").text) >= 1)
+    # what the version took when it loaded, as the statistics say it
+    stats = client(server).get_inference_statistics("add_sub")["model_stats"][0]
+    [usage] = stats["memory_usage"]
+    assert find(browser, "#stats-memory-1").text == f"{shown_bytes(usage['byte_size'])} host"
     screenshot(browser, "model-add_sub.png")
     assert_no_console_errors(browser)
 
@@ -370,6 +384,11 @@ def test_server_page_shows_live_throughput(server: Served, browser: WebDriver) -
         row = find(browser, '#live-models tr[data-model="add_sub"]')
         assert int(row.find_element(By.CSS_SELECTOR, ".c-success").text.replace("\u2009", "")) > 0
         assert row.find_element(By.CSS_SELECTOR, ".c-p99").text != "—"
+        [usage] = client(server).get_inference_statistics("add_sub")["model_stats"][0][
+            "memory_usage"
+        ]
+        memory = row.find_element(By.CSS_SELECTOR, ".c-memory").text
+        assert memory == shown_bytes(usage["byte_size"])
         screenshot(browser, "server.png")
     finally:
         stop.set()

@@ -147,6 +147,11 @@ class ModelInstance(abc.ABC):
     #: a backend that measures its phases sets it inside ``execute``.
     compute_ns: tuple[int, int, int] | None = None
 
+    @property
+    def pid(self) -> int | None:
+        """The process the instance computes in, when it is not the server's own."""
+        return None
+
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         """Run one batch; return one response (possibly an error one) per request.
 
@@ -178,6 +183,11 @@ class Backend(abc.ABC):
         Called before normalisation unless auto-complete is disabled; mutate
         ``config`` in place.  The default completes nothing.
         """
+
+    def runs_in_server(self, ctx: LoadContext) -> bool:
+        """Whether the model's instances hold their memory in the server's process (the
+        loader measures those creations one at a time, see engine/memory.py)."""
+        return True
 
     def preferred_instance_kind(self) -> str:
         """``KIND_CPU`` or ``KIND_GPU`` for models without an instance group."""

@@ -59,12 +59,23 @@ class InferResponseStatistics:
 
 
 @dataclass(frozen=True, slots=True)
+class MemoryUsage:
+    """Memory a loaded model version holds: ``type`` is ``CPU``, ``CPU_PINNED`` or ``GPU``,
+    ``id`` the device (0 for host memory)."""
+
+    type: str
+    id: int
+    byte_size: int
+
+
+@dataclass(frozen=True, slots=True)
 class ModelStatistics:
     """One model version's statistics.
 
     ``version`` is Triton's string; ``last_inference`` is milliseconds since
     the epoch (0: never); ``response_stats`` is keyed by the response index
-    as a string, as Triton's map is.  naiad reports no memory usage.
+    as a string, as Triton's map is; ``memory_usage`` is measured when the version
+    loads (:mod:`naiad.engine.memory`).
     """
 
     name: str
@@ -75,6 +86,7 @@ class ModelStatistics:
     inference_stats: InferStatistics
     response_stats: Mapping[str, InferResponseStatistics]
     batch_stats: tuple[InferBatchStatistics, ...]
+    memory_usage: tuple[MemoryUsage, ...] = ()
 
 
 def combined(a: ModelStatistics, b: ModelStatistics) -> ModelStatistics:
@@ -95,7 +107,18 @@ def combined(a: ModelStatistics, b: ModelStatistics) -> ModelStatistics:
         _sum(a.inference_stats, b.inference_stats),
         responses,
         tuple(batches[size] for size in sorted(batches)),
+        add_memory(a.memory_usage, b.memory_usage),
     )
+
+
+def add_memory(*parts: tuple[MemoryUsage, ...]) -> tuple[MemoryUsage, ...]:
+    """Memory of several holders (instances, processes) as one figure per device."""
+    sizes: dict[tuple[str, int], int] = {}
+    for part in parts:
+        for usage in part:
+            key = (usage.type, usage.id)
+            sizes[key] = sizes.get(key, 0) + usage.byte_size
+    return tuple(MemoryUsage(kind, device, size) for (kind, device), size in sorted(sizes.items()))
 
 
 def from_json(value: Mapping[str, Any]) -> ModelStatistics:
@@ -109,6 +132,10 @@ def from_json(value: Mapping[str, Any]) -> ModelStatistics:
         _durations(InferStatistics, value["inference_stats"]),
         {k: _durations(InferResponseStatistics, v) for k, v in value["response_stats"].items()},
         tuple(_durations(InferBatchStatistics, b) for b in value["batch_stats"]),
+        tuple(
+            MemoryUsage(str(m["type"]), int(m["id"]), int(m["byte_size"]))
+            for m in value.get("memory_usage", ())
+        ),
     )
 
 

@@ -20,6 +20,7 @@ from naiad.core.statistics import (
     InferBatchStatistics,
     InferResponseStatistics,
     InferStatistics,
+    MemoryUsage,
     ModelStatistics,
     StatisticDuration,
 )
@@ -129,6 +130,7 @@ class ModelStats:
         "recent",
         "created_ns",
         "load_ns",
+        "memory",
     )
 
     # Set in __init__ from _INFER_KEYS; declared for type checkers.
@@ -162,6 +164,8 @@ class ModelStats:
         #: Created when loading starts; ``load_ns`` set by :meth:`record_load`.
         self.created_ns = time.monotonic_ns()
         self.load_ns: int | None = None
+        #: What the version holds in memory, measured when it loaded (engine/memory.py).
+        self.memory: tuple[MemoryUsage, ...] = ()
 
     def record_execution(
         self,
@@ -266,4 +270,5 @@ class ModelStats:
                 )
                 for size, b in sorted(self.batches.items())
             ),
+            memory_usage=self.memory,
         )

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import time
 from collections.abc import Collection
@@ -24,6 +25,7 @@ from naiad.backends.base import Backend, LoadContext, instance_specs
 from naiad.core.errors import NaiadError
 from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
+from naiad.engine import memory
 from naiad.engine.ensembles import (
     EnsembleDependencies,
     EnsembleReadiness,
@@ -315,10 +317,20 @@ class ModelLoader:
         backend = self.backends.get(config.backend)
         mv.backend = backend
         specs = instance_specs(config)
+        in_server = backend.runs_in_server(ctx)
+        grown: list[int] = []  # the server memory each instance took, where measured
         try:  # whatever fails, the instances already loaded are closed
             for spec in specs:
-                instance = await asyncio.to_thread(backend.create_instance, ctx, spec)
+                instance, size = await asyncio.to_thread(
+                    memory.measured_create,
+                    functools.partial(backend.create_instance, ctx, spec),
+                    in_server,
+                )
                 mv.instances.append(instance)
+                if size is not None:
+                    grown.append(size)
+            pids = [i.pid for i in mv.instances if i.pid is not None]
+            mv.stats.memory = await asyncio.to_thread(memory.version_memory, grown, pids)
             pairs = [(i, s) for i, s in zip(mv.instances, specs, strict=True) if not s.passive]
             pairs = pairs or list(zip(mv.instances, specs, strict=True))
             if config.model_warmup:  # every instance, before the version is READY

@@ -132,6 +132,9 @@ _SUCCESS_HELP = "Number of successful inference requests, all batch sizes"
 _FAILURE_HELP = "Number of failed inference requests, all batch sizes"
 _PENDING_HELP = "Instantaneous number of pending requests awaiting execution per-model."
 _LOAD_HELP = "Model load time in seconds"
+#: naiad's own (Triton has no per-model memory series): what a version took when it loaded.
+MEMORY_FAMILY = "naiad_model_memory_bytes"
+_MEMORY_HELP = "Memory the model version took when it loaded, in bytes (type: CPU or GPU)"
 _FIRST_RESPONSE_HELP = "Duration from request to first response in milliseconds"
 
 
@@ -153,6 +156,7 @@ class ModelMetrics:
             "nv_inference_request_failure",
             "nv_inference_pending_request_count",
             "nv_model_load_duration_secs",
+            MEMORY_FAMILY,
             FIRST_RESPONSE_FAMILY,
             "nv_cache_hit_summary_per_model",
             "nv_cache_miss_summary_per_model",
@@ -228,6 +232,18 @@ class ModelMetrics:
                     Sample("", lb, mv.stats.load_ns / 1e9)
                     for mv, lb in live
                     if mv.stats.load_ns is not None
+                ],
+            )
+        )
+        out.append(
+            FamilySnapshot(
+                MEMORY_FAMILY,
+                _MEMORY_HELP,
+                "gauge",
+                [
+                    Sample("", sorted_labels((*lb, ("type", m.type))), m.byte_size)
+                    for mv, lb in live
+                    for m in mv.stats.memory
                 ],
             )
         )

@@ -57,6 +57,23 @@ def _execution_mode(config: ModelConfig, options: Mapping[str, str]) -> str:
     return mode
 
 
+def _decoupled(config: ModelConfig) -> bool:
+    return bool(
+        config.HasField("model_transaction_policy") and config.model_transaction_policy.decoupled
+    )
+
+
+def _placed(ctx: LoadContext, decoupled: bool) -> placement.Placement:
+    """Where ``execution-mode=auto`` runs the model (placement.py)."""
+    config = ctx.config
+    return placement.place(
+        _model_file(config, ctx.model_dir, ctx.version),
+        decoupled,
+        bool(_parameter(config, "EXECUTION_ENV_PATH")),
+        len(instance_specs(config)),
+    )
+
+
 def _model_file(config: ModelConfig, model_dir: Path, version: int) -> Path:
     return model_dir / str(version) / (config.default_model_filename or "model.py")
 
@@ -145,6 +162,12 @@ class PythonBackend(Backend):
         if completed is not None:
             config.CopyFrom(config_from_json(completed, str(model_file)))
 
+    def runs_in_server(self, ctx: LoadContext) -> bool:
+        mode = _execution_mode(ctx.config, ctx.options)
+        if mode == "auto":
+            return _placed(ctx, _decoupled(ctx.config)).mode == "thread"
+        return mode == "thread"
+
     def create_instance(self, ctx: LoadContext, spec: InstanceSpec) -> ModelInstance:
         from naiad.config import config_to_json
 
@@ -154,10 +177,7 @@ class PythonBackend(Backend):
             raise Unavailable(
                 f"Failed to load model '{ctx.name}': Python model file '{model_file}' not found"
             )
-        decoupled = bool(
-            config.HasField("model_transaction_policy")
-            and config.model_transaction_policy.decoupled
-        )
+        decoupled = _decoupled(config)
         iterative = config.sequence_batching.iterative_sequence
         # Implicit-state outputs are produced by the model like any output; the
         # sequence batcher takes them out of the response.
@@ -179,12 +199,7 @@ class PythonBackend(Backend):
         mode = _execution_mode(config, ctx.options)
         watch = None
         if mode == "auto":
-            placed = placement.place(
-                model_file,
-                decoupled,
-                bool(_parameter(config, "EXECUTION_ENV_PATH")),
-                len(instance_specs(config)),
-            )
+            placed = _placed(ctx, decoupled)
             mode = placed.mode
             watch = CpuWatch() if mode == "thread" else None
             if spec.index == 0:

@@ -61,6 +61,9 @@ def _model(s: ModelStatistics) -> pb.ModelStatistics:
         execution_count=s.execution_count,
         inference_stats=_infer(s.inference_stats),
         batch_stats=[_batch(b) for b in s.batch_stats],
+        memory_usage=[
+            pb.MemoryUsage(type=m.type, id=m.id, byte_size=m.byte_size) for m in s.memory_usage
+        ],
         response_stats={key: _response(r) for key, r in s.response_stats.items()},
     )
 

@@ -61,7 +61,9 @@ def model_statistics(stats: ModelStatistics) -> Json:
         "inference_stats": _infer(stats.inference_stats),
         "response_stats": {key: _response(r) for key, r in stats.response_stats.items()},
         "batch_stats": [_batch(b) for b in stats.batch_stats],
-        "memory_usage": [],
+        "memory_usage": [
+            {"type": m.type, "id": m.id, "byte_size": m.byte_size} for m in stats.memory_usage
+        ],
     }
 
 

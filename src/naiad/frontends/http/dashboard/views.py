@@ -81,6 +81,9 @@ async def live(req: Request, dp: DataPlane) -> Response:
                 "window_count": v.window_count if v else 0,
                 "p50_us": _us(v.p50_ns) if v else None,
                 "p99_us": _us(v.p99_ns) if v else None,
+                "memory_bytes": sum(m.byte_size for m in s.memory_usage if m.type == "CPU")
+                if s.memory_usage
+                else None,
             }
         )
     doc = {

@@ -70,6 +70,15 @@ export function formatNumber(v, digits = 4) {
   return String(Number(v.toPrecision(digits)));
 }
 
+/** A size in bytes as "512 B", "37.5 MiB" or "1.25 GiB". */
+export function formatBytes(n) {
+  if (n === null || n === undefined) return "—";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB"];
+  let i = 0;
+  while (n >= 1024 && i < units.length - 1) { n /= 1024; i += 1; }
+  return `${i ? formatNumber(n, 3) : n} ${units[i]}`;
+}
+
 /** A latency in microseconds as "420 µs" or "1.25 ms". */
 export function formatLatency(us) {
   if (us === null || us === undefined) return "—";

@@ -4,7 +4,7 @@
 
 import { dashboardModelPath, getJSON, getText, modelPath, postJSON } from "../api.js";
 import { inlineError } from "../banner.js";
-import { facts, formatLatency, formatNumber, h, replace, table } from "../dom.js";
+import { facts, formatBytes, formatLatency, formatNumber, h, replace, table } from "../dom.js";
 import { batchingOf, instancesOf, isDecoupled, platformOf } from "../model_info.js";
 import { tryItForm } from "../tryit.js";
 
@@ -113,6 +113,7 @@ function statsView(s) {
       ["Average queue", avg(st.queue)],
       ["Average compute (in / infer / out)", `${avg(st.compute_input)} / ${avg(st.compute_infer)} / ${avg(st.compute_output)}`],
       ["Last inference", last],
+      ["Memory at load", memoryOf(s), `stats-memory-${s.version}`],
     ], { class: "facts stats-facts" }),
     (s.batch_stats || []).length ? table({
       className: "data compact",
@@ -120,6 +121,12 @@ function statsView(s) {
       head: ["Batch size", "Executions", "Average compute"],
       rows: s.batch_stats.map((b) => h("tr", {}, h("td", { class: "num" }, String(b.batch_size)), h("td", { class: "num" }, formatNumber(b.compute_infer ? b.compute_infer.count : 0)), h("td", { class: "num" }, avg(b.compute_infer)))),
     }) : null);
+}
+
+/** The statistics' memory_usage as "37.5 MiB host" (and "1 GiB GPU 0"); "—" when not measured. */
+function memoryOf(s) {
+  const parts = (s.memory_usage || []).map((m) => `${formatBytes(Number(m.byte_size))} ${m.type === "GPU" ? `GPU ${m.id}` : "host"}`);
+  return parts.length ? parts.join(" · ") : null;
 }
 
 async function loadConfigText(name, version, box, configError, ctx) {

@@ -6,7 +6,7 @@
 import { getJSON } from "../api.js";
 import { clearError, inlineError, showError } from "../banner.js";
 import { drawLineChart, legend } from "../chart.js";
-import { facts, formatDuration, formatLatency, formatNumber, h, replace, table } from "../dom.js";
+import { facts, formatBytes, formatDuration, formatLatency, formatNumber, h, replace, table } from "../dom.js";
 
 const POINTS = 120; // at one poll a second: two minutes
 const WINDOW_MS = POINTS * 1000;
@@ -190,12 +190,13 @@ function modelTable(rows) {
     h("td", { class: "num c-p99" }, formatLatency(r.p99_us)),
     h("td", { class: "num c-pending" }, String(r.pending)),
     h("td", { class: "num c-success" }, formatNumber(r.success)),
-    h("td", { class: `num c-fail${r.fail ? " bad" : ""}` }, formatNumber(r.fail))));
+    h("td", { class: `num c-fail${r.fail ? " bad" : ""}` }, formatNumber(r.fail)),
+    h("td", { class: "num c-memory" }, formatBytes(r.memory_bytes))));
   return table({
     id: "live-models",
     caption: "Per-model live figures",
     className: "data",
-    head: ["Model", "Version", "Infer/s", "p50", "p99", "Queue", "Success", "Failures"],
+    head: ["Model", "Version", "Infer/s", "p50", "p99", "Queue", "Success", "Failures", "Memory"],
     rows: body,
   });
 }
