@@ -130,3 +130,47 @@ def test_the_gauge_follows_the_statistics_and_goes_at_unload(server: Served) -> 
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.ones(4, np.float32))
     finally:
         client.close()
+
+
+GPU_CONFIG = """
+backend: "pytorch"
+input [{ name: "INPUT__0" data_type: TYPE_FP32 dims: [4] }]
+output [{ name: "OUTPUT__0" data_type: TYPE_FP32 dims: [4] }]
+instance_group [{ kind: KIND_GPU gpus: [0] }]
+"""
+
+
+@pytest.mark.filterwarnings(r"ignore:`torch\.jit\.(script|save)` is deprecated:Warning")
+def test_a_model_on_a_gpu_reports_its_gpu_memory(tmp_path: Path) -> None:
+    """Needs a CUDA device, torch and naiad[gpu] (NVML); skipped without them."""
+    torch = pytest.importorskip("torch")
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device")
+    pynvml = pytest.importorskip("pynvml")
+    try:
+        pynvml.nvmlInit()
+    except pynvml.NVMLError as exc:
+        pytest.skip(f"NVML cannot be used here: {exc}")
+
+    class Weights(torch.nn.Module):
+        def __init__(self) -> None:
+            super().__init__()
+            self.weight = torch.nn.Parameter(torch.ones(64 << 20))  # 256 MiB of FP32
+
+        def forward(self, x: torch.Tensor) -> torch.Tensor:
+            return x + self.weight[0]
+
+    model_dir = tmp_path / "models" / "weights"
+    (model_dir / "1").mkdir(parents=True)
+    torch.jit.script(Weights()).save(str(model_dir / "1" / "model.pt"))
+    (model_dir / "config.pbtxt").write_text(GPU_CONFIG)
+    with naiad_serve(tmp_path / "models") as served:
+        usage = {(u["type"], u["id"]): int(u["byte_size"]) for u in http_memory(served, "weights")}
+        assert usage[("GPU", 0)] >= 256 * MiB
+        assert ("CPU", 0) in usage
+        text = metrics(served)
+        pattern = (
+            r'^naiad_model_memory_bytes{gpu="0",model="weights",type="GPU",version="1"} (\S+)$'
+        )
+        match = re.search(pattern, text, re.MULTILINE)
+        assert match is not None and float(match.group(1)) == usage[("GPU", 0)]

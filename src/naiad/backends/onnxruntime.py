@@ -71,6 +71,12 @@ class OnnxRuntimeBackend(Backend):
     def default_cpu_instance_count(self) -> int:
         return 2
 
+    def preferred_instance_kind(self) -> str:
+        """A GPU only where this onnxruntime can use one (onnxruntime-gpu)."""
+        return (
+            "KIND_GPU" if "CUDAExecutionProvider" in ort.get_available_providers() else "KIND_CPU"
+        )
+
     def validate(self, config: ModelConfig, model_dir: Path) -> None:
         """Parameters that do not parse fail before any file is opened (and in ``naiad check``)."""
         _session_options(config)

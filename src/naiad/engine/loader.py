@@ -22,6 +22,7 @@ from typing import TYPE_CHECKING
 
 from naiad import config as cfg
 from naiad.backends.base import Backend, LoadContext, instance_specs
+from naiad.backends.devices import visible_gpus
 from naiad.core.errors import NaiadError
 from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
@@ -93,6 +94,8 @@ class ModelLoader:
         self.backends = backends
         self.options = options
         self.services = services
+        #: The GPUs instance groups may name: the embedded API's, else the machine's.
+        self.gpus = options.gpus or visible_gpus()
         # Server-wide scheduling state, shared by every model this loader loads.
         self.rate_limiter = (
             RateLimiter(ResourceLimit.parse(r) for r in options.rate_limit_resources)
@@ -154,7 +157,7 @@ class ModelLoader:
                 backend.auto_complete_config(config, source.path, first)
         cfg.normalize(
             config,
-            gpus=self.options.gpus,
+            gpus=self.gpus,
             preferred_kind=backend.preferred_instance_kind() if backend else "KIND_CPU",
             default_cpu_count=backend.default_cpu_instance_count() if backend else 1,
         )
@@ -164,7 +167,7 @@ class ModelLoader:
         """Every rule a completed config breaks (Triton's, then its backend's)."""
         config = prepared.config
         problems: list[NaiadError] = list(
-            cfg.validate_all(config, path=prepared.path, text=prepared.text, gpus=self.options.gpus)
+            cfg.validate_all(config, path=prepared.path, text=prepared.text, gpus=self.gpus)
         )
         if prepared.backend is not None:
             try:
@@ -318,19 +321,23 @@ class ModelLoader:
         mv.backend = backend
         specs = instance_specs(config)
         in_server = backend.runs_in_server(ctx)
-        grown: list[int] = []  # the server memory each instance took, where measured
+        host: list[int] = []  # the server memory each instance took, where measured
+        gpus: dict[int, int] = {}
         try:  # whatever fails, the instances already loaded are closed
             for spec in specs:
-                instance, size = await asyncio.to_thread(
+                instance, taken = await asyncio.to_thread(
                     memory.measured_create,
                     functools.partial(backend.create_instance, ctx, spec),
                     in_server,
+                    spec.device_id if spec.kind == "GPU" else None,
                 )
                 mv.instances.append(instance)
-                if size is not None:
-                    grown.append(size)
+                if taken.host is not None:
+                    host.append(taken.host)
+                for device, size in taken.gpus.items():
+                    gpus[device] = gpus.get(device, 0) + size
             pids = [i.pid for i in mv.instances if i.pid is not None]
-            mv.stats.memory = await asyncio.to_thread(memory.version_memory, grown, pids)
+            mv.stats.memory = await asyncio.to_thread(memory.version_memory, host, pids, gpus)
             pairs = [(i, s) for i, s in zip(mv.instances, specs, strict=True) if not s.passive]
             pairs = pairs or list(zip(mv.instances, specs, strict=True))
             if config.model_warmup:  # every instance, before the version is READY

@@ -22,13 +22,16 @@ Triton reports nothing for most of its backends.
 
 from __future__ import annotations
 
+import functools
 import itertools
 import os
 import threading
 from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TypeVar
+from typing import Any, TypeVar
 
+from naiad.backends.devices import visible_gpus
 from naiad.core.statistics import MemoryUsage
 
 T = TypeVar("T")
@@ -105,21 +108,81 @@ class Ledger:
 LEDGER = Ledger()
 
 
-def measured_create(create: Callable[[], T], in_server: bool) -> tuple[T, int | None]:
-    """``create()`` and its share of the server memory (None: not measured, as for an
-    instance in its own process)."""
-    token = LEDGER.begin() if in_server else None
+@dataclass(frozen=True)
+class Taken:
+    """What one instance's creation took: its share of the server's host memory (None:
+    not measured) and of each GPU's memory (device id -> bytes, where it grew)."""
+
+    host: int | None
+    gpus: dict[int, int]
+
+
+def measured_create(
+    create: Callable[[], T], in_server: bool, gpu: int | None = None
+) -> tuple[T, Taken]:
+    """``create()`` and what it took: host memory for an instance in the server's process
+    (a stub's is its own, read by :func:`version_memory`), and for an instance placed on
+    GPU ``gpu``, that device's (in a stub or not: a GPU's memory is one pool)."""
+    host = LEDGER.begin() if in_server else None
+    ledger = gpu_ledgers().get(gpu) if gpu is not None else None
+    token = ledger.begin() if ledger is not None else None
     try:
         made = create()
     finally:
-        share = LEDGER.end(token)
-    return made, share
+        share = LEDGER.end(host)
+        grown = ledger.end(token) if ledger is not None else None
+    return made, Taken(share, {gpu: grown} if gpu is not None and grown else {})
 
 
-def version_memory(server_bytes: list[int], pids: list[int]) -> tuple[MemoryUsage, ...]:
-    """A version's ``memory_usage``: the server memory its instances took (as measured)
-    plus its stubs'; nothing when none of it could be measured."""
-    sizes = server_bytes + [size for pid in pids if (size := proportional_bytes(pid)) is not None]
-    if not sizes:
-        return ()
-    return (MemoryUsage("CPU", 0, sum(sizes)),)
+def version_memory(
+    host: list[int], pids: list[int], gpus: dict[int, int]
+) -> tuple[MemoryUsage, ...]:
+    """A version's ``memory_usage``: the host memory its instances took in the server
+    (as measured) plus its stubs', then each GPU's; host memory is left out when none of
+    it could be measured."""
+    sizes = host + [size for pid in pids if (size := proportional_bytes(pid)) is not None]
+    usage = [MemoryUsage("CPU", 0, sum(sizes))] if sizes else []
+    usage += [MemoryUsage("GPU", device, size) for device, size in sorted(gpus.items())]
+    return tuple(usage)
+
+
+# -- GPUs, through NVML (the naiad[gpu] extra) ---------------------------------------------
+
+_gpu_ledgers: dict[int, Ledger] | None = None
+
+
+def gpu_ledgers() -> dict[int, Ledger]:
+    """A ledger per GPU NVML sees, by CUDA's device id (none without ``nvidia-ml-py``, a
+    driver or a GPU).  Its readings are the device's used memory, so another process
+    allocating on the same GPU during a load counts too."""
+    global _gpu_ledgers
+    if _gpu_ledgers is None:
+        _gpu_ledgers = {}
+        try:
+            import pynvml
+
+            pynvml.nvmlInit()
+            for device in visible_gpus():
+                handle = _nvml_handle(pynvml, device)
+                _gpu_ledgers[device] = Ledger(functools.partial(_gpu_used, pynvml, handle))
+        except Exception:  # no module, no driver, no GPU: no GPU figures
+            _gpu_ledgers = {}
+    return _gpu_ledgers
+
+
+def _nvml_handle(nvml: Any, device: int) -> Any:
+    """NVML numbers every GPU; CUDA only those CUDA_VISIBLE_DEVICES shows."""
+    visible = os.environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return nvml.nvmlDeviceGetHandleByIndex(device)
+    entry = visible.split(",")[device].strip()
+    if entry.isdigit():
+        return nvml.nvmlDeviceGetHandleByIndex(int(entry))
+    return nvml.nvmlDeviceGetHandleByUUID(entry)
+
+
+def _gpu_used(nvml: Any, handle: Any) -> int | None:
+    try:
+        return int(nvml.nvmlDeviceGetMemoryInfo(handle).used)
+    except Exception:
+        return None

@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from naiad.core.model_state import ModelState
+from naiad.core.statistics import MemoryUsage
 from naiad.core.stats import FAILURE_REASONS, ModelStats
 from naiad.metrics.exposition import FamilySnapshot, Labels, Sample, sorted_labels
 from naiad.metrics.latency import FIRST_RESPONSE_FAMILY, LatencyRecorder
@@ -138,6 +139,13 @@ _MEMORY_HELP = "Memory the model version took when it loaded, in bytes (type: CP
 _FIRST_RESPONSE_HELP = "Duration from request to first response in milliseconds"
 
 
+def _memory_labels(usage: MemoryUsage) -> tuple[tuple[str, str], ...]:
+    """``type``, and for a GPU its index as ``gpu`` (one series per device)."""
+    if usage.type == "GPU":
+        return (("type", usage.type), ("gpu", str(usage.id)))
+    return (("type", usage.type),)
+
+
 def model_labels(mv: ModelVersion) -> Labels:
     """``model``, ``version`` and ``_<tag>`` labels, sorted as prometheus-cpp prints them."""
     labels = {"model": mv.name, "version": str(mv.version)}
@@ -241,7 +249,7 @@ class ModelMetrics:
                 _MEMORY_HELP,
                 "gauge",
                 [
-                    Sample("", sorted_labels((*lb, ("type", m.type))), m.byte_size)
+                    Sample("", sorted_labels((*lb, *_memory_labels(m))), m.byte_size)
                     for mv, lb in live
                     for m in mv.stats.memory
                 ],

@@ -418,7 +418,9 @@ class ServerOptions:
         metavar="BACKEND,KEY=VALUE", read=values.backend_config,
     )  # fmt: skip
     #: GPU ids the server may use; empty on a CPU-only machine.
-    gpus: tuple[int, ...] = no_flag((), "the embedded API's; the server finds its GPUs itself")
+    gpus: tuple[int, ...] = no_flag(
+        (), "the embedded API's; else the machine's (backends/devices.py)"
+    )
     server_id: str = option(
         "triton", "--id", OPERATIONS, "server id reported by server metadata", metavar="ID",
     )  # fmt: skip
