@@ -112,7 +112,7 @@ def combined(a: ModelStatistics, b: ModelStatistics) -> ModelStatistics:
 
 
 def add_memory(*parts: tuple[MemoryUsage, ...]) -> tuple[MemoryUsage, ...]:
-    """Memory of several holders (instances, processes) as one figure per device."""
+    """Memory of several holders (the workers' copies of a model) as one figure per device."""
     sizes: dict[tuple[str, int], int] = {}
     for part in parts:
         for usage in part:

@@ -1,6 +1,6 @@
-"""What a loaded model version holds in host memory (the statistics' ``memory_usage``).
+"""What a loaded model version holds in memory (the statistics' ``memory_usage``).
 
-Measured once, when the version loads, in one of two ways:
+Measured once, when the version loads.  Host memory in one of two ways:
 
 - Instances in the server's process (ONNX Runtime, OpenVINO, PyTorch,
   TensorFlow and FIL sessions, a Python model run in-process): how much the
@@ -15,8 +15,12 @@ Measured once, when the version loads, in one of two ways:
   other processes (numpy's libraries mapped by every stub would otherwise
   count once per stub).
 
+GPU memory, for instances placed on a GPU, as the server's host memory is
+measured: the device's used memory (NVML, ``naiad[gpu]``) around their
+creation, shared out the same way.
+
 What a model takes later (caches, arenas grown by a first large batch) is
-not in the figure.  Linux only (``/proc``); elsewhere nothing is reported, as
+not in the figures.  Linux only (``/proc``); elsewhere nothing is reported, as
 Triton reports nothing for most of its backends.
 """
 
@@ -62,7 +66,8 @@ def proportional_bytes(pid: int) -> int | None:
 
 
 class Ledger:
-    """The server's memory growth, shared out among the creations running while it grew.
+    """A memory's growth (the server's, or a GPU's), shared out among the creations
+    running while it grew.
 
     Read at every creation's start and end: the growth since the previous
     reading is split evenly among the creations then running (a fall, memory
