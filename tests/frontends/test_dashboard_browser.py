@@ -181,6 +181,25 @@ def test_a_failed_load_shows_its_error(tmp_path: Path, browser: WebDriver) -> No
         assert_no_console_errors(browser)
 
 
+def test_a_models_page_shows_its_traffic_split(tmp_path: Path, browser: WebDriver) -> None:
+    repo = tmp_path / "models"
+    shutil.copytree(EXAMPLES / "add_sub", repo / "add_sub")
+    shutil.copytree(repo / "add_sub" / "1", repo / "add_sub" / "2")
+    config = (repo / "add_sub" / "config.pbtxt").read_text()
+    (repo / "add_sub" / "config.pbtxt").write_text(
+        config
+        + "version_policy: { all { } }\n"
+        + 'parameters { key: "naiad.traffic_split" value: { string_value: "1:3,2:1" } }\n'
+        + 'parameters { key: "naiad.traffic_sticky" value: { string_value: "user" } }\n'
+    )
+    with naiad_serve(repo) as served:
+        browser.get(url(served, "#/models/add_sub"))
+        shown = find(browser, "#model-split").text
+        assert shown == "version 1: 75% · version 2: 25% (sticky by parameter 'user')"
+        screenshot(browser, "model-split.png")
+        assert_no_console_errors(browser)
+
+
 def test_unload_and_load_from_the_models_page(server: Served, browser: WebDriver) -> None:
     triton = client(server)
     try:

@@ -179,7 +179,13 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         """The version that runs ``request``, validated unless another worker did."""
         if self.stopping:
             raise Unavailable("Server is stopping and not accepting new requests")
-        mv = self.registry.get(request.model_name, request.model_version)
+        version = request.model_version
+        if version is None:
+            entry = self.registry.entry(request.model_name)
+            if entry is not None and entry.split is not None:
+                ready = [v.version for v in entry.ready_versions()]
+                version = entry.split.choose(ready, request.parameters)
+        mv = self.registry.get(request.model_name, version)
         assert mv.signature is not None
         request.arrival_ns = time.monotonic_ns()
         if not validated:

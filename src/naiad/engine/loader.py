@@ -26,7 +26,7 @@ from naiad.backends.devices import visible_gpus
 from naiad.core.errors import NaiadError
 from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
-from naiad.engine import memory
+from naiad.engine import memory, traffic
 from naiad.engine.ensembles import (
     EnsembleDependencies,
     EnsembleReadiness,
@@ -213,7 +213,19 @@ class ModelLoader:
                 f"policy of model '{source.name}'",
             )
             return entry
+        try:
+            split = traffic.split_of(config, wanted)
+        except NaiadError as exc:
+            self._fail_entry(entry, exc.message)
+            return entry
+        split_only = entry.config is not None and traffic.same_but_split(entry.config, config)
+        if split_only:  # the versions run on, and report the config with its new split
+            keep = set(keep) | set(wanted)
+            for v in wanted:
+                if v in entry.versions and entry.versions[v].ready:
+                    entry.versions[v].config = config
         entry.config = config
+        entry.split = split
         entry.state = None
         entry.selected = frozenset(wanted)
         old = [mv for v, mv in entry.versions.items() if v not in wanted]

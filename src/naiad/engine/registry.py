@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from naiad.backends.base import Backend, LoadContext, ModelInstance
     from naiad.config import ModelConfig
     from naiad.core.signature import Signature
+    from naiad.engine.traffic import TrafficSplit
     from naiad.repository import ModelSource
     from naiad.scheduling import Scheduler
 
@@ -67,7 +68,7 @@ class ModelVersion:
 class ModelEntry:
     """A model the server knows of; model-level failures have no version."""
 
-    __slots__ = ("name", "source", "versions", "selected", "state", "reason", "config")
+    __slots__ = ("name", "source", "versions", "selected", "state", "reason", "config", "split")
 
     def __init__(self, name: str, source: ModelSource | None = None) -> None:
         self.name = name
@@ -80,6 +81,8 @@ class ModelEntry:
         self.state: ModelState | None = None  # set only for failures before versions exist
         self.reason = ""
         self.config: ModelConfig | None = None
+        #: where requests that name no version go (engine/traffic.py); None: the latest
+        self.split: TrafficSplit | None = None
 
     def ready_versions(self) -> list[ModelVersion]:
         return [v for _, v in sorted(self.versions.items()) if v.ready]

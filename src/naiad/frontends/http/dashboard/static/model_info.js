@@ -53,3 +53,16 @@ export function configInput(config, name) {
 export function configOutput(config, name) {
   return ((config && config.output) || []).find((o) => o.name === name) || null;
 }
+
+/** A traffic split (parameters naiad.traffic_split / naiad.traffic_sticky) as
+ * "version 1: 90% · version 2: 10%", and what keeps a user on one; "" without one. */
+export function trafficSplitOf(config) {
+  const params = (config && config.parameters) || {};
+  const text = params["naiad.traffic_split"] ? String(params["naiad.traffic_split"].string_value || "") : "";
+  const weights = text.split(",").map((part) => part.split(":").map((x) => Number(x.trim()))).filter(([v, w]) => Number.isInteger(v) && w > 0);
+  const total = weights.reduce((acc, [, w]) => acc + w, 0);
+  if (!total) return "";
+  const shares = weights.map(([v, w]) => `version ${v}: ${Number((100 * w / total).toPrecision(3))}%`).join(" · ");
+  const sticky = params["naiad.traffic_sticky"] ? String(params["naiad.traffic_sticky"].string_value || "") : "";
+  return sticky ? `${shares} (sticky by parameter '${sticky}')` : shares;
+}

@@ -5,7 +5,7 @@
 import { dashboardModelPath, getJSON, getText, modelPath, postJSON } from "../api.js";
 import { inlineError } from "../banner.js";
 import { facts, formatBytes, formatLatency, formatNumber, h, replace, table } from "../dom.js";
-import { batchingOf, instancesOf, isDecoupled, platformOf } from "../model_info.js";
+import { batchingOf, instancesOf, isDecoupled, platformOf, trafficSplitOf } from "../model_info.js";
 import { tryItForm } from "../tryit.js";
 
 export async function render(main, { name, version }, ctx) {
@@ -68,6 +68,7 @@ function modelSummary(cfg, metadata) {
     ["Instances", instancesOf(cfg)],
     ["Batching", h("span", {}, batchingOf(cfg).join(" · "))],
     ["Decoupled", isDecoupled(cfg) ? "yes" : "no"],
+    ...(trafficSplitOf(cfg) ? [["Traffic split", trafficSplitOf(cfg), "model-split"]] : []),
   ], { class: "facts inline", id: "model-facts" });
 }
 
