@@ -151,3 +151,26 @@ def test_a_bad_split_fails_the_load_and_says_why(
     assert "model 'scored'" in info.value.message()
     assert http.is_server_live()
     http.close()
+
+
+def test_sticky_by_a_header_through_triton_header_forwarding(tmp_path: Path, serve: Any) -> None:
+    """``--http-header-forward-pattern`` / ``--grpc-header-forward-pattern`` make a header
+    a request parameter (Triton's flags), so a split can stick by header too."""
+    server = serve(
+        write_model(tmp_path, split("1:1,2:1", sticky="x-user")),
+        http=True,
+        grpc=True,
+        http_header_forward_pattern="x-user",
+        grpc_header_forward_pattern="x-user",
+    )
+    http = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
+    grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{server.grpc_port}")
+    seen: dict[str, set[int]] = {}
+    for user in (f"user-{i}" for i in range(12)):
+        for client, module in ((http, httpclient), (grpc, grpcclient)):
+            version = served_by(client, module, headers={"x-user": user})
+            seen.setdefault(user, set()).add(version)
+    assert all(len(v) == 1 for v in seen.values()), seen
+    assert {v for vs in seen.values() for v in vs} == {1, 2}
+    http.close()
+    grpc.close()
