@@ -179,13 +179,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         """The version that runs ``request``, validated unless another worker did."""
         if self.stopping:
             raise Unavailable("Server is stopping and not accepting new requests")
-        version = request.model_version
-        if version is None:
-            entry = self.registry.entry(request.model_name)
-            if entry is not None and entry.split is not None:
-                ready = [v.version for v in entry.ready_versions()]
-                version = entry.split.choose(ready, request.parameters)
-        mv = self.registry.get(request.model_name, version)
+        mv = self.registry.get(request.model_name, request.model_version, request.parameters)
         assert mv.signature is not None
         request.arrival_ns = time.monotonic_ns()
         if not validated:

@@ -8,6 +8,7 @@ versions.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NotFound, Unavailable
@@ -95,11 +96,19 @@ class ModelRegistry:
     def entry(self, name: str) -> ModelEntry | None:
         return self.models.get(name)
 
-    def get(self, name: str, version: int | None = None) -> ModelVersion:
-        """The READY version to serve a request, or Triton's error for why not."""
+    def get(
+        self, name: str, version: int | None = None, parameters: Mapping[str, object] | None = None
+    ) -> ModelVersion:
+        """The READY version to serve a request, or Triton's error for why not.
+
+        Given a request's ``parameters``, a request that names no version goes where the
+        model's traffic split sends it (engine/traffic.py), if it has one.
+        """
         entry = self.models.get(name)
         if entry is None:
             raise NotFound(f"Request for unknown model: '{name}' is not found")
+        if version is None and parameters is not None and entry.split is not None:
+            version = entry.split.choose([v.version for v in entry.ready_versions()], parameters)
         if version is None:
             best: ModelVersion | None = None
             for v in entry.versions.values():
