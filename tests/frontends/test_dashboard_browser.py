@@ -200,6 +200,34 @@ def test_a_models_page_shows_its_traffic_split(tmp_path: Path, browser: WebDrive
         assert_no_console_errors(browser)
 
 
+def test_a_models_page_shows_its_shadow(tmp_path: Path, browser: WebDriver) -> None:
+    repo = tmp_path / "models"
+    shutil.copytree(EXAMPLES / "add_sub", repo / "add_sub")
+    shutil.copytree(repo / "add_sub" / "1", repo / "add_sub" / "2")
+    config = (repo / "add_sub" / "config.pbtxt").read_text()
+    (repo / "add_sub" / "config.pbtxt").write_text(
+        config
+        + "version_policy: { all { } }\n"
+        + 'parameters { key: "naiad.shadow_version" value: { string_value: "2" } }\n'
+    )
+    with naiad_serve(repo) as served:
+        triton = client(served)
+        x = httpclient.InferInput("INPUT0", [4], "FP32")
+        x.set_data_from_numpy(np.arange(4, dtype=np.float32))
+        y = httpclient.InferInput("INPUT1", [4], "FP32")
+        y.set_data_from_numpy(np.ones(4, dtype=np.float32))
+        for _ in range(3):
+            triton.infer("add_sub", [x, y], model_version="1")
+        triton.close()
+        browser.get(url(served, "#/models/add_sub"))
+        assert find(browser, "#shadow-candidate").text == "add_sub:2"
+        wait(browser, lambda d: d.find_element(By.ID, "shadow-requests").text == "3 / 0")
+        assert find(browser, "#shadow-diff").text == "0 / 0"  # the same model twice
+        assert find(browser, "#shadow-agreement").text == "100%"
+        screenshot(browser, "model-shadow.png")
+        assert_no_console_errors(browser)
+
+
 def test_unload_and_load_from_the_models_page(server: Served, browser: WebDriver) -> None:
     triton = client(server)
     try:

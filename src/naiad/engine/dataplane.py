@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from naiad.backends.registry import BackendRegistry
-from naiad.core.errors import InvalidArgument, Unavailable, Unsupported
+from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
@@ -40,6 +40,7 @@ from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
+from naiad.engine.shadow_metrics import ShadowMetrics
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs
 from naiad.metrics import MetricsConfig, MetricsRegistry, SystemMetrics
@@ -48,6 +49,7 @@ from naiad.tracing.settings import TraceSettings, TraceSettingValues
 from naiad.tracing.tracer import Tracer
 
 if TYPE_CHECKING:
+    from naiad.engine.shadow import Shadow
     from naiad.engine.workers import Workers
     from naiad.options.declarations import ServerOptions
 
@@ -78,9 +80,12 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         )
         if options.allow_metrics:
             self.metrics.add_collector(self.model_metrics)
+            self.metrics.add_collector(ShadowMetrics(self.registry))
             self.metrics.add_collector(self.system_metrics)
         self._per_request_metrics = options.allow_metrics and self.metrics.config.per_request
         self.started = False
+        #: shadow requests under way (engine/shadow.py), held so they are not collected
+        self._shadows: set[asyncio.Task[None]] = set()
         self.stopping = False
         self.failed_at_start: list[tuple[str, str]] = []
         #: When the server was created (wall clock, seconds): its uptime starts here.
@@ -225,7 +230,30 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         request.response_sink = None
         if response.error is not None:
             raise response.error
+        candidate = mv.shadow
+        if candidate is not None and candidate.wants(request, mv.version):
+            self._shadow(candidate, request, response)
         return response
+
+    def _shadow(
+        self, candidate: Shadow, request: InferenceRequest, served: InferenceResponse
+    ) -> None:
+        """Run ``request`` again on ``candidate`` once its client has its answer, and record
+        how the two compare (engine/shadow.py)."""
+        served_ns = time.monotonic_ns() - request.arrival_ns
+        copy = candidate.copy(request)
+
+        async def run() -> None:
+            start = time.monotonic_ns()
+            try:
+                answer: InferenceResponse | None = await self.infer(copy, endpoint="A shadow")
+            except NaiadError:
+                answer = None
+            candidate.record(served, served_ns, answer, time.monotonic_ns() - start)
+
+        task = asyncio.get_running_loop().create_task(run())
+        self._shadows.add(task)
+        task.add_done_callback(self._shadows.discard)
 
     def is_decoupled(self, name: str, version: str = "") -> bool:
         """Whether requests to that model may get several responses (raises if unknown)."""

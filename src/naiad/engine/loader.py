@@ -26,7 +26,7 @@ from naiad.backends.devices import visible_gpus
 from naiad.core.errors import NaiadError
 from naiad.core.model_state import ModelState
 from naiad.core.signature import Signature
-from naiad.engine import memory, traffic
+from naiad.engine import memory, shadow, traffic
 from naiad.engine.ensembles import (
     EnsembleDependencies,
     EnsembleReadiness,
@@ -215,11 +215,12 @@ class ModelLoader:
             return entry
         try:
             split = traffic.split_of(config, wanted)
+            candidate = shadow.shadow_of(config, source.name, wanted)
         except NaiadError as exc:
             self._fail_entry(entry, exc.message)
             return entry
-        split_only = entry.config is not None and traffic.same_but_split(entry.config, config)
-        if split_only:  # the versions run on, and report the config with its new split
+        if entry.config is not None and traffic.same_but_routing(entry.config, config):
+            # Only where requests go changed: the versions run on, with the new config.
             keep = set(keep) | set(wanted)
             for v in wanted:
                 if v in entry.versions and entry.versions[v].ready:
@@ -233,6 +234,8 @@ class ModelLoader:
         await asyncio.gather(
             *(self._load_version(entry, config, v) for v in wanted if v not in kept)
         )
+        for mv in entry.versions.values():
+            mv.shadow = candidate
         # Versions the policy no longer selects are unloaded but stay listed (UNAVAILABLE,
         # "unloaded") in the repository index, as Triton lists them.
         await asyncio.gather(*(self.unload_version(mv) for mv in old))

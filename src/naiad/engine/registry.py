@@ -19,6 +19,7 @@ if TYPE_CHECKING:
     from naiad.backends.base import Backend, LoadContext, ModelInstance
     from naiad.config import ModelConfig
     from naiad.core.signature import Signature
+    from naiad.engine.shadow import Shadow
     from naiad.engine.traffic import TrafficSplit
     from naiad.repository import ModelSource
     from naiad.scheduling import Scheduler
@@ -41,6 +42,7 @@ class ModelVersion:
         "stats",
         "labels",
         "extra",
+        "shadow",
     )
 
     def __init__(self, name: str, version: int) -> None:
@@ -57,6 +59,8 @@ class ModelVersion:
         self.stats = ModelStats()
         self.labels: dict[str, list[str]] = {}
         self.extra: dict[str, Any] = {}
+        #: the model's shadow (engine/shadow.py), shared by its versions; None: none
+        self.shadow: Shadow | None = None
 
     @property
     def ready(self) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from naiad.core.errors import InvalidArgument
 from naiad.core.versions import parse_version
 from naiad.engine.live import LiveVersion, live_versions
+from naiad.engine.shadow import loaded_shadows
 
 if TYPE_CHECKING:
     from naiad.core.statistics import ModelStatistics
@@ -49,6 +50,13 @@ class StatisticsVerbs:
                     f"requested model version is not available for model '{name}'"
                 )
         return [mv.stats.snapshot(mv.name, mv.version) for mv in chosen]
+
+    def shadows(self) -> list[dict[str, object]]:
+        """Every loaded model's shadow and what it has seen, in this process (the dashboard)."""
+        return [
+            {"model": name, "shadow": s.label, "fraction": s.fraction, **s.stats.as_dict()}
+            for name, s in loaded_shadows(self.registry)
+        ]
 
     def live_versions(self) -> list[LiveVersion]:
         """Queue depth and recent p50/p99 of every ready version, in this process (the dashboard)."""

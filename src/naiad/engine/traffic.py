@@ -14,8 +14,9 @@ a request carrying that request parameter goes where its value hashes to
 its turn.  Versions that are not ready are left out while they are not.
 
 The split changes at run time through the load API: a load whose config
-differs from the loaded one only in these parameters keeps every version
-as it runs and changes the split alone.
+differs from the loaded one only in these parameters (or a shadow's,
+engine/shadow.py) keeps every version as it runs and changes the routing
+alone.
 """
 
 from __future__ import annotations
@@ -25,6 +26,7 @@ from collections.abc import Collection, Mapping
 
 from naiad.config import ModelConfig
 from naiad.core.errors import InvalidArgument
+from naiad.engine import shadow
 
 SPLIT = "naiad.traffic_split"
 STICKY = "naiad.traffic_sticky"
@@ -94,15 +96,15 @@ def split_of(config: ModelConfig, versions: Collection[int]) -> TrafficSplit | N
     return TrafficSplit(weights, sticky)
 
 
-def same_but_split(a: ModelConfig, b: ModelConfig) -> bool:
-    """Whether two configs differ at most in their traffic split."""
-    return _without_split(a) == _without_split(b)
+def same_but_routing(a: ModelConfig, b: ModelConfig) -> bool:
+    """Whether two configs differ at most in where requests go (split and shadow)."""
+    return _without_routing(a) == _without_routing(b)
 
 
-def _without_split(config: ModelConfig) -> ModelConfig:
+def _without_routing(config: ModelConfig) -> ModelConfig:
     copy = ModelConfig()
     copy.CopyFrom(config)
-    for key in (SPLIT, STICKY):
+    for key in (SPLIT, STICKY, shadow.MODEL, shadow.VERSION, shadow.FRACTION):
         if key in copy.parameters:
             del copy.parameters[key]
     return copy

@@ -55,6 +55,8 @@ class Dashboard:
             return views.server, (self.dp, self.restricted, self.host_rule), "metadata"
         if rest == "api/live":
             return views.live, (self.dp,), "statistics"
+        if rest == "api/shadows":
+            return views.shadows, (self.dp,), "statistics"
         m = _CONFIG.fullmatch(path)
         if m is not None:
             name, version = unquote(m.group(1)), m.group(2) or ""

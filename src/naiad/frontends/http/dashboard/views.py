@@ -94,6 +94,11 @@ async def live(req: Request, dp: DataPlane) -> Response:
     return json_response(dumps(doc))
 
 
+def shadows(req: Request, dp: DataPlane) -> Response:
+    """Each model's shadow: its candidate, share and what it has seen (this process's)."""
+    return json_response(dumps({"shadows": dp.shadows()}))
+
+
 def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
     """The loaded config as config.pbtxt text (errors as for ``/v2/models/<name>/config``)."""
     text = config_to_pbtxt(dp.model_config(name, version))

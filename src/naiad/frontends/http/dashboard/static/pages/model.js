@@ -17,11 +17,12 @@ export async function render(main, { name, version }, ctx) {
   const tryBox = section("tryit", "Try it", h("p", { class: "loading" }, "Loading…"));
   const statsBox = section("model-statistics", "Statistics", h("p", { class: "loading" }, "Loading…"));
   const configBox = section("model-config", "Config", h("p", { class: "loading" }, "Loading…"));
+  const shadowBox = h("div", { id: "model-shadow-box" });
   const crumbs = h("nav", { class: "crumbs", "aria-label": "Breadcrumb" }, h("a", { href: "#/models" }, "Models"), " / ", name, version ? ` / ${version}` : "");
   replace(main, crumbs,
     h("div", { class: "page-head" }, h("h1", {}, name, version ? h("span", { class: "muted" }, ` version ${version}`) : null), h("span", { id: "model-state" })),
     summary,
-    h("div", { class: "model-grid" }, h("div", { class: "col-main" }, tryBox), h("div", { class: "col-side" }, metaBox, statsBox)),
+    h("div", { class: "model-grid" }, h("div", { class: "col-main" }, tryBox), h("div", { class: "col-side" }, metaBox, statsBox, shadowBox)),
     configBox);
 
   const [metadata, config] = await Promise.all([
@@ -39,12 +40,38 @@ export async function render(main, { name, version }, ctx) {
     replace(tryBox, h("h2", { id: "tryit-title" }, "Try it"), h("p", { class: "muted" }, "Needs the model's metadata (see the message above)."));
   } else {
     replace(metaBox, h("h2", { id: "model-metadata-title" }, "Inputs and outputs"), metadataView(metadata, cfg));
-    const refreshStats = () => loadStats(name, version, statsBox, ctx);
+    const refreshStats = () => { loadStats(name, version, statsBox, ctx); loadShadow(name, shadowBox, ctx); };
     const form = tryItForm({ name, version, metadata, config: cfg, ctx, onDone: refreshStats });
     replace(tryBox, h("h2", { id: "tryit-title" }, "Try it"), cfg ? null : h("p", { class: "note" }, "The config could not be read, so the form guesses shapes from the metadata."), form);
   }
   loadStats(name, version, statsBox, ctx);
+  loadShadow(name, shadowBox, ctx);
   loadConfigText(name, version, configBox, config.error, ctx);
+}
+
+/** The model's shadow (naiad.shadow_* parameters): its candidate and how it compares. */
+async function loadShadow(name, box, ctx) {
+  try {
+    const doc = await getJSON("dashboard:shadows", { signal: ctx.signal });
+    if (!ctx.active) return;
+    const s = (doc.shadows || []).find((x) => x.model === name);
+    if (!s) { replace(box); return; }
+    const pct = (v) => (v === null || v === undefined ? "—" : `${formatNumber(100 * v, 4)}%`);
+    replace(box, h("section", { class: "card", id: "model-shadow", "aria-labelledby": "model-shadow-title" },
+      h("h2", { id: "model-shadow-title" }, "Shadow"),
+      h("p", { class: "muted small" }, "A share of the requests also runs on the candidate; its answers are compared, never returned."),
+      facts([
+        ["Candidate", s.shadow, "shadow-candidate"],
+        ["Share of requests", pct(s.fraction), "shadow-fraction"],
+        ["Shadowed / failed", `${formatNumber(s.requests)} / ${formatNumber(s.failures)}`, "shadow-requests"],
+        ["Latency served / shadow", `${formatLatency(s.served_us)} / ${formatLatency(s.shadow_us)}`, "shadow-latency"],
+        ["Largest difference (abs / rel)", `${formatNumber(s.max_abs_diff, 3)} / ${formatNumber(s.max_rel_diff, 3)}`, "shadow-diff"],
+        ["Same class", pct(s.agreement), "shadow-agreement"],
+      ], { class: "facts stats-facts" })));
+  } catch (err) {
+    // the statistics category may be restricted; the statistics card says so already
+    if (err.name !== "AbortError") replace(box);
+  }
 }
 
 async function showState(name, version, ctx) {
