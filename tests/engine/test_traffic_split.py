@@ -174,3 +174,16 @@ def test_sticky_by_a_header_through_triton_header_forwarding(tmp_path: Path, ser
     assert {v for vs in seen.values() for v in vs} == {1, 2}
     http.close()
     grpc.close()
+
+
+def test_an_80_20_split_over_2000_requests(tmp_path: Path, serve: Any) -> None:
+    """The issue's measure: 2,000 requests without a version, and the split holds
+    exactly (not merely within a statistical tolerance), in-process and over HTTP."""
+    server = serve(write_model(tmp_path, split("1:80,2:20")), http=True)
+    x = {"INPUT0": np.zeros(1, np.float32)}
+    answered = [int(server.infer("scored", x)["OUTPUT0"][0]) for _ in range(1900)]
+    http = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
+    answered += [served_by(http, httpclient) for _ in range(100)]
+    assert (answered.count(1), answered.count(2)) == (1600, 400)
+    assert answered[-100:].count(2) == 20  # and so does any hundred in a row
+    http.close()
