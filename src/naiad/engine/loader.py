@@ -193,6 +193,7 @@ class ModelLoader:
         entry = self.registry.models.get(source.name)
         if entry is None:
             entry = self.registry.models[source.name] = ModelEntry(source.name, source)
+        same_files = entry.source is not None and entry.source.path == source.path
         entry.source = source
         entry.state = ModelState.LOADING
         entry.reason = ""
@@ -219,8 +220,15 @@ class ModelLoader:
         except NaiadError as exc:
             self._fail_entry(entry, exc.message)
             return entry
-        if entry.config is not None and traffic.same_but_routing(entry.config, config):
-            # Only where requests go changed: the versions run on, with the new config.
+        if (
+            override is not None
+            and same_files
+            and entry.config is not None
+            and config != entry.config
+            and traffic.same_but_routing(entry.config, config)
+        ):
+            # A load API call that changes only where requests go (a split, a shadow): the
+            # versions run on, with the new config.
             keep = set(keep) | set(wanted)
             for v in wanted:
                 if v in entry.versions and entry.versions[v].ready:
