@@ -101,7 +101,9 @@ def test_the_candidate_sees_its_share_and_the_client_only_the_served_answer(
         x = np.array([1, 2, 3], np.float32) * i
         result = infer(client, "scored", x, model_version="1")
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), x)  # version 1's answer
+        settled(server, "scored", i // 2)  # a quiet server: each shadow ends before the next
     seen = settled(server, "scored", 5)
+    assert seen["skipped"] == 0
     assert seen["shadow"] == "scored:2" and seen["fraction"] == 0.5
     assert (seen["requests"], seen["failures"]) == (5, 0)  # exactly every second request
     # Requests 2, 4, ... 10 went to both: version 2 answers 1.5 x, so the largest
@@ -130,12 +132,49 @@ def test_a_candidate_that_fails_is_counted_and_the_client_never_sees_it(
     write_model(tmp_path, "other", input_name="FEATURES")  # does not take INPUT0
     server = serve(tmp_path, http=True)
     client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
-    for _ in range(4):
+    for i in range(4):
         x = np.array([3, 1, 2], np.float32)
         np.testing.assert_array_equal(infer(client, "scored", x).as_numpy("OUTPUT0"), x * 1.5)
+        settled(server, "scored", i + 1)
     seen = settled(server, "scored", 4)
     assert (seen["shadow"], seen["requests"], seen["failures"]) == ("other:1", 4, 4)
     assert seen["agreement"] is None and seen["served_us"] is None
+    client.close()
+
+
+SLOW_PY = """
+import time
+
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        time.sleep(0.2)  # a slow candidate
+        return [pb_utils.InferenceResponse(output_tensors=[pb_utils.Tensor(
+            "OUTPUT0", pb_utils.get_input_tensor_by_name(r, "INPUT0").as_numpy())]) for r in requests]
+"""
+
+
+def test_a_busy_candidate_gets_one_request_at_a_time_and_the_rest_are_skipped(
+    tmp_path: Path, serve: Any
+) -> None:
+    write_model(tmp_path, "scored", parameters(model="slow"))
+    (tmp_path / "slow" / "1").mkdir(parents=True)
+    (tmp_path / "slow" / "1" / "model.py").write_text(SLOW_PY)
+    (tmp_path / "slow" / "config.pbtxt").write_text(CONFIG.format(input="INPUT0", parameters=""))
+    server = serve(tmp_path, http=True)
+    client = httpclient.InferenceServerClient(f"127.0.0.1:{server.http_port}")
+    start = time.monotonic()
+    for _ in range(10):
+        infer(client, "scored", np.ones(3, np.float32))
+    assert time.monotonic() - start < 1.5  # ten answers never waited for a 0.2 s shadow each
+    deadline = time.monotonic() + 30
+    while (seen := shadows(server)["scored"])["requests"] + seen["skipped"] < 10:
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.02)
+    assert seen["requests"] >= 1 and seen["skipped"] >= 1, seen
+    assert seen["failures"] == 0 and seen["max_abs_diff"] == pytest.approx(0.5)
     client.close()
 
 

@@ -231,8 +231,10 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         if response.error is not None:
             raise response.error
         candidate = mv.shadow
-        if candidate is not None and candidate.wants(request, mv.version):
-            self._shadow(candidate, request, response)
+        if candidate is not None:
+            busy = mv.scheduler is not None and mv.scheduler.in_flight > 0
+            if candidate.wants(request, mv.version, busy):
+                self._shadow(candidate, request, response)
         return response
 
     def _shadow(
@@ -249,8 +251,11 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
                 answer: InferenceResponse | None = await self.infer(copy, endpoint="A shadow")
             except NaiadError:
                 answer = None
+            finally:
+                candidate.running = False
             candidate.record(served, served_ns, answer, time.monotonic_ns() - start)
 
+        candidate.running = True
         task = asyncio.get_running_loop().create_task(run())
         self._shadows.add(task)
         task.add_done_callback(self._shadows.discard)

@@ -11,7 +11,12 @@ outputs instead of a version of this one (its ``naiad.shadow_version``, or
 its latest version without one).  Every fourth request then runs again on
 the candidate (the share is kept exactly, not drawn by chance), after its
 own answer has been handed to its client: the client waits for nothing and
-gets the served version's answer whatever the candidate does.  Per shadow
+gets the served version's answer whatever the candidate does.  A shadow
+request only goes while the model is otherwise idle (none of its requests
+queued or running) and the candidate's last one has ended; one that falls
+due otherwise is skipped and counted.  A busy model thus spends its time on
+its clients, and their latency does not grow with the share; a quiet one
+skips nothing.  Per shadow
 the server records how many requests went to both, how many failed on the
 candidate, both sides' latency, how far the candidate's outputs drift from
 the served ones (largest absolute and relative difference) and, for outputs
@@ -53,6 +58,7 @@ class ShadowStats:
 
     requests: int = 0
     failures: int = 0
+    skipped: int = 0  # due while the previous one still ran: not sent
     served_ns: int = 0  # summed over the requests both answered
     shadow_ns: int = 0
     max_abs_diff: float = 0.0
@@ -65,6 +71,7 @@ class ShadowStats:
         return {
             "requests": self.requests,
             "failures": self.failures,
+            "skipped": self.skipped,
             "served_us": self.served_ns / compared / 1000 if compared else None,
             "shadow_us": self.shadow_ns / compared / 1000 if compared else None,
             "max_abs_diff": self.max_abs_diff,
@@ -81,6 +88,7 @@ class Shadow:
         self.version = version
         self.fraction = fraction
         self.stats = ShadowStats()
+        self.running = False  # one shadow request at a time (see wants)
         self._credit = 0.0
 
     @property
@@ -88,8 +96,9 @@ class Shadow:
         """``model`` or ``model:version``, as metrics and the dashboard name it."""
         return self.model if self.version is None else f"{self.model}:{self.version}"
 
-    def wants(self, request: InferenceRequest, served_version: int) -> bool:
-        """Whether ``request`` (answered by ``served_version``) also goes to the shadow."""
+    def wants(self, request: InferenceRequest, served_version: int, busy: bool) -> bool:
+        """Whether ``request`` (answered by ``served_version``) also goes to the shadow;
+        ``busy``: other requests of the model are queued or running."""
         if (
             request.context is COPY
             or request.correlation_id
@@ -102,6 +111,9 @@ class Shadow:
         if self._credit < 1.0:
             return False
         self._credit -= 1.0
+        if self.running or busy:  # the candidate or the model is busy: this one is skipped
+            self.stats.skipped += 1
+            return False
         return True
 
     def copy(self, request: InferenceRequest) -> InferenceRequest:
