@@ -8,8 +8,11 @@ pages go to $NAIAD_TEST_ARTIFACTS (else build/test-artifacts/dashboard/).
 
 from __future__ import annotations
 
+import json
 import shutil
 import threading
+import time
+import urllib.request
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -181,17 +184,33 @@ def test_a_failed_load_shows_its_error(tmp_path: Path, browser: WebDriver) -> No
         assert_no_console_errors(browser)
 
 
-def test_a_models_page_shows_its_traffic_split(tmp_path: Path, browser: WebDriver) -> None:
+def two_versions(tmp_path: Path, **parameters: str) -> Path:
+    """A repository with the example add_sub as versions 1 and 2, and naiad parameters."""
     repo = tmp_path / "models"
     shutil.copytree(EXAMPLES / "add_sub", repo / "add_sub")
     shutil.copytree(repo / "add_sub" / "1", repo / "add_sub" / "2")
-    config = (repo / "add_sub" / "config.pbtxt").read_text()
-    (repo / "add_sub" / "config.pbtxt").write_text(
-        config
-        + "version_policy: { all { } }\n"
-        + 'parameters { key: "naiad.traffic_split" value: { string_value: "1:3,2:1" } }\n'
-        + 'parameters { key: "naiad.traffic_sticky" value: { string_value: "user" } }\n'
-    )
+    config = repo / "add_sub" / "config.pbtxt"
+    lines = [f'parameters {{ key: "naiad.{k}" value: {{ string_value: "{v}" }} }}\n'
+             for k, v in parameters.items()]  # fmt: skip
+    config.write_text(config.read_text() + "version_policy: { all { } }\n" + "".join(lines))
+    return repo
+
+
+def shadowed(served: Served, count: int) -> None:
+    """Until the server's shadow of add_sub has seen ``count`` requests (they run after
+    the answers)."""
+    deadline = time.monotonic() + WAIT
+    while True:
+        with urllib.request.urlopen(url(served, "api/shadows")) as response:
+            [seen] = json.loads(response.read())["shadows"]
+        if seen["requests"] + seen["skipped"] >= count:
+            return
+        assert time.monotonic() < deadline, seen
+        time.sleep(0.02)
+
+
+def test_a_models_page_shows_its_traffic_split(tmp_path: Path, browser: WebDriver) -> None:
+    repo = two_versions(tmp_path, traffic_split="1:3,2:1", traffic_sticky="user")
     with naiad_serve(repo) as served:
         browser.get(url(served, "#/models/add_sub"))
         shown = find(browser, "#model-split").text
@@ -201,27 +220,19 @@ def test_a_models_page_shows_its_traffic_split(tmp_path: Path, browser: WebDrive
 
 
 def test_a_models_page_shows_its_shadow(tmp_path: Path, browser: WebDriver) -> None:
-    repo = tmp_path / "models"
-    shutil.copytree(EXAMPLES / "add_sub", repo / "add_sub")
-    shutil.copytree(repo / "add_sub" / "1", repo / "add_sub" / "2")
-    config = (repo / "add_sub" / "config.pbtxt").read_text()
-    (repo / "add_sub" / "config.pbtxt").write_text(
-        config
-        + "version_policy: { all { } }\n"
-        + 'parameters { key: "naiad.shadow_version" value: { string_value: "2" } }\n'
-    )
-    with naiad_serve(repo) as served:
+    with naiad_serve(two_versions(tmp_path, shadow_version="2")) as served:
         triton = client(served)
         x = httpclient.InferInput("INPUT0", [4], "FP32")
         x.set_data_from_numpy(np.arange(4, dtype=np.float32))
         y = httpclient.InferInput("INPUT1", [4], "FP32")
         y.set_data_from_numpy(np.ones(4, dtype=np.float32))
-        for _ in range(3):
+        for sent in range(1, 4):
             triton.infer("add_sub", [x, y], model_version="1")
+            shadowed(served, sent)  # a quiet server: each shadow ends before the next request
         triton.close()
         browser.get(url(served, "#/models/add_sub"))
         assert find(browser, "#shadow-candidate").text == "add_sub:2"
-        wait(browser, lambda d: d.find_element(By.ID, "shadow-requests").text == "3 / 0")
+        assert find(browser, "#shadow-requests").text == "3 / 0 / 0"
         assert find(browser, "#shadow-diff").text == "0 / 0"  # the same model twice
         assert find(browser, "#shadow-agreement").text == "100%"
         screenshot(browser, "model-shadow.png")

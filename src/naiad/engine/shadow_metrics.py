@@ -27,7 +27,7 @@ _FAMILIES: tuple[tuple[str, str, str, Callable[[ShadowStats], float]], ...] = (
     ("naiad_shadow_failure_count", "counter",
      "Shadow requests that failed on the shadow", lambda s: s.failures),
     ("naiad_shadow_skipped_count", "counter",
-     "Requests due for the shadow while it still ran the last one, not sent", lambda s: s.skipped),
+     "Requests due for the shadow while the model or the shadow was busy, not sent", lambda s: s.skipped),
     ("naiad_shadow_served_duration_us", "counter",
      "Cumulative latency of the served version on the requests both answered, in microseconds",
      lambda s: s.served_ns // 1000),

@@ -63,7 +63,7 @@ async function loadShadow(name, box, ctx) {
       facts([
         ["Candidate", s.shadow, "shadow-candidate"],
         ["Share of requests", pct(s.fraction), "shadow-fraction"],
-        ["Shadowed / failed", `${formatNumber(s.requests)} / ${formatNumber(s.failures)}`, "shadow-requests"],
+        ["Shadowed / skipped / failed", `${formatNumber(s.requests)} / ${formatNumber(s.skipped)} / ${formatNumber(s.failures)}`, "shadow-requests"],
         ["Latency served / shadow", `${formatLatency(s.served_us)} / ${formatLatency(s.shadow_us)}`, "shadow-latency"],
         ["Largest difference (abs / rel)", `${formatNumber(s.max_abs_diff, 3)} / ${formatNumber(s.max_rel_diff, 3)}`, "shadow-diff"],
         ["Same class", pct(s.agreement), "shadow-agreement"],
