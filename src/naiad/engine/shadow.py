@@ -31,7 +31,7 @@ name the candidate version itself.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -65,19 +65,6 @@ class ShadowStats:
     max_rel_diff: float = 0.0
     rows: int = 0  # rows of class-axis outputs compared
     agreeing: int = 0  # ... of which both picked the same class
-
-    def as_dict(self) -> dict[str, Any]:
-        compared = self.requests - self.failures
-        return {
-            "requests": self.requests,
-            "failures": self.failures,
-            "skipped": self.skipped,
-            "served_us": self.served_ns / compared / 1000 if compared else None,
-            "shadow_us": self.shadow_ns / compared / 1000 if compared else None,
-            "max_abs_diff": self.max_abs_diff,
-            "max_rel_diff": self.max_rel_diff,
-            "agreement": self.agreeing / self.rows if self.rows else None,
-        }
 
 
 class Shadow:

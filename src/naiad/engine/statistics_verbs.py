@@ -16,6 +16,7 @@ from naiad.engine.shadow import loaded_shadows
 if TYPE_CHECKING:
     from naiad.core.statistics import ModelStatistics
     from naiad.engine.registry import ModelRegistry
+    from naiad.engine.shadow import Shadow
     from naiad.engine.workers import Workers
 
 
@@ -51,12 +52,10 @@ class StatisticsVerbs:
                 )
         return [mv.stats.snapshot(mv.name, mv.version) for mv in chosen]
 
-    def shadows(self) -> list[dict[str, object]]:
-        """Every loaded model's shadow and what it has seen, in this process (the dashboard)."""
-        return [
-            {"model": name, "shadow": s.label, "fraction": s.fraction, **s.stats.as_dict()}
-            for name, s in loaded_shadows(self.registry)
-        ]
+    def shadows(self) -> list[tuple[str, Shadow]]:
+        """(model, its shadow) for every loaded model with one, in this process (the
+        dashboard)."""
+        return loaded_shadows(self.registry)
 
     def live_versions(self) -> list[LiveVersion]:
         """Queue depth and recent p50/p99 of every ready version, in this process (the dashboard)."""

@@ -95,8 +95,28 @@ async def live(req: Request, dp: DataPlane) -> Response:
 
 
 def shadows(req: Request, dp: DataPlane) -> Response:
-    """Each model's shadow: its candidate, share and what it has seen (this process's)."""
-    return json_response(dumps({"shadows": dp.shadows()}))
+    """Each model's shadow: its candidate, share and what it has seen (this process's);
+    latencies are averages over the requests both answered, in µs."""
+    docs = []
+    for model, shadow in dp.shadows():
+        s = shadow.stats
+        compared = s.requests - s.failures
+        docs.append(
+            {
+                "model": model,
+                "shadow": shadow.label,
+                "fraction": shadow.fraction,
+                "requests": s.requests,
+                "failures": s.failures,
+                "skipped": s.skipped,
+                "served_us": _us(s.served_ns / compared) if compared else None,
+                "shadow_us": _us(s.shadow_ns / compared) if compared else None,
+                "max_abs_diff": s.max_abs_diff,
+                "max_rel_diff": s.max_rel_diff,
+                "agreement": s.agreeing / s.rows if s.rows else None,
+            }
+        )
+    return json_response(dumps({"shadows": docs}))
 
 
 def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
