@@ -245,11 +245,13 @@ class Server:
         """Triton's JSON metadata document, as ``GET /v2/models/<model>`` answers it."""
         from naiad.frontends.http import render
 
+        self._call(self.dataplane.resident(model))
         return render.model_metadata(self.dataplane.model_metadata(model, version))
 
     def model_config(self, model: str, version: str = "") -> dict[str, Any]:
         from naiad.config import config_to_dict
 
+        self._call(self.dataplane.resident(model))
         return config_to_dict(self.dataplane.model_config(model, version))
 
     def statistics(self, model: str = "", version: str = "") -> dict[str, Any]:

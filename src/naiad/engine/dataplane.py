@@ -24,7 +24,7 @@ from collections.abc import AsyncGenerator, Mapping
 from typing import TYPE_CHECKING, Any
 
 from naiad.backends.registry import BackendRegistry
-from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
+from naiad.core.errors import InvalidArgument, NaiadError, NotFound, Unavailable, Unsupported
 from naiad.core.raw_input import raw_input
 from naiad.core.shm import SharedMemoryManager
 from naiad.core.types import Buffer, InferenceRequest, InferenceResponse, ResponseSink
@@ -40,6 +40,8 @@ from naiad.engine.model_control import ModelControl
 from naiad.engine.model_metrics import ModelMetrics
 from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
+from naiad.engine.residency import residency_from_options
+from naiad.engine.residency_metrics import ResidencyMetrics
 from naiad.engine.shadow_metrics import ShadowMetrics
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs
@@ -96,6 +98,11 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         # Start-up loading, explicit load/unload, polling and the repository index.
         self.control = ModelControl(self.registry, self.loader, options)
         self.cache = cache_from_config(options.cache_config)
+        #: Models loaded on demand and unloaded to fit (engine/residency.py); None: all
+        #: of them stay loaded, as in Triton.
+        self.residency = residency_from_options(self.control, self.registry, options)
+        if options.allow_metrics and self.residency is not None:
+            self.metrics.add_collector(ResidencyMetrics(self.residency))
         self.shm = SharedMemoryManager(allow_client=options.allow_client_shm)
 
     # -- lifecycle -----------------------------------------------------------
@@ -111,7 +118,9 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
             await self.workers.start()
         if self.options.allow_metrics:
             await self.system_metrics.start()
-        await self.control.start()
+        await self.control.start(on_demand=self.residency is not None)
+        if self.residency is not None:
+            await self.residency.start()
         # What --exit-on-error judges: the start-up loads, not a restarted worker's replay
         # of the loads the other workers made at run time, which never stop a server.
         self.failed_at_start = self.failed_models()
@@ -135,6 +144,8 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
                 log.warning("exit timeout expired with requests still in flight")
                 for drain in pending:
                     drain.cancel()
+        if self.residency is not None:
+            await self.residency.close()
         await self.control.close()  # unloads every model
         if self.workers is not None:
             await self.workers.close()
@@ -155,7 +166,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
             if entry.state is ModelState.UNAVAILABLE:
                 failed.append((entry.name, entry.reason))
             for mv in entry.versions.values():
-                if mv.state is ModelState.UNAVAILABLE and mv.reason != "unloaded":
+                if mv.state is ModelState.UNAVAILABLE and not mv.reason.startswith("unloaded"):
                     failed.append((f"{entry.name} version {mv.version}", mv.reason))
         return failed
 
@@ -191,6 +202,31 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
             validate_request(request, request.model_name, mv.signature, self.shm.read)
         return mv
 
+    async def _admit_when_loaded(
+        self, request: InferenceRequest, forwarded: bool, missing: NaiadError
+    ) -> ModelVersion:
+        """Admit a request whose model is not loaded, once residency has loaded it; raise
+        the look-up's error, ``missing``, when residency does not manage that model (or is
+        off).
+
+        The wait counts in the request's latency and queue time, as Triton counts a
+        request's wait for its model.
+        """
+        residency = self.residency
+        if residency is None or self.stopping or not residency.manages(request.model_name):
+            raise missing
+        started = time.monotonic_ns()
+        await residency.wait(request.model_name)
+        mv = self._admit(request, validated=forwarded)
+        request.arrival_ns = started
+        return mv
+
+    async def resident(self, name: str) -> None:
+        """Load ``name`` if residency manages it and it is not loaded (metadata and config
+        questions about a model the repository holds are answered, as infer is)."""
+        if self.residency is not None and not self.stopping and self.residency.manages(name):
+            await self.residency.wait(name)
+
     async def infer(
         self,
         request: InferenceRequest,
@@ -205,7 +241,12 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         ``forwarded``: a sequence's request that the worker which took it
         validated and passed to this one, its owner (``--workers``).
         """
-        mv = self._admit(request, validated=forwarded)
+        try:
+            mv = self._admit(request, validated=forwarded)
+            waited = 0
+        except (NotFound, Unavailable) as missing:
+            mv = await self._admit_when_loaded(request, forwarded, missing)
+            waited = request.arrival_ns
         assert mv.signature is not None
         if mv.signature.decoupled:
             raise Unsupported(
@@ -218,7 +259,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         loop = self.event_loop or asyncio.get_running_loop()
         future: asyncio.Future[InferenceResponse] = loop.create_future()
         request.response_sink = self._sink(request, mv, _resolver(future))
-        self._enqueue(mv, request)
+        self._enqueue(mv, request, waited)
         try:
             response = await future
         except asyncio.CancelledError:
@@ -273,7 +314,12 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         Validation errors are raised before the first response.  ``forwarded`` as
         in :meth:`infer`.
         """
-        mv = self._admit(request, validated=forwarded)
+        try:
+            mv = self._admit(request, validated=forwarded)
+            waited = 0
+        except (NotFound, Unavailable) as missing:
+            mv = await self._admit_when_loaded(request, forwarded, missing)
+            waited = request.arrival_ns
         if self.workers is not None and not forwarded:
             owner = self._sequence_owner(mv, request)
             if owner is not None:
@@ -282,7 +328,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
                 return
         queue: asyncio.Queue[InferenceResponse] = asyncio.Queue()
         request.response_sink = self._sink(request, mv, queue.put_nowait)
-        self._enqueue(mv, request)
+        self._enqueue(mv, request, waited)
         try:
             while True:
                 response = await queue.get()
@@ -302,11 +348,13 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         owner = self.workers.owner(request.correlation_id)
         return None if owner == self.workers.index else owner
 
-    def _enqueue(self, mv: ModelVersion, request: InferenceRequest) -> None:
+    def _enqueue(self, mv: ModelVersion, request: InferenceRequest, waited: int = 0) -> None:
+        """Hand ``request`` to its scheduler; ``waited``: since when it waited for its model's
+        load (0: it did not)."""
         scheduler = mv.scheduler
         if scheduler is None:
             raise Unavailable(f"model '{mv.name}' version {mv.version} has no scheduler")
-        request.queue_start_ns = time.monotonic_ns()
+        request.queue_start_ns = waited or time.monotonic_ns()
         if scheduler.admission is not None:
             scheduler.admission.enter(request)  # UNAVAILABLE at once when full
         # Pending until a scheduler starts it (record_started) or it ends unstarted.

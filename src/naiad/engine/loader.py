@@ -407,14 +407,15 @@ class ModelLoader:
         mv.reason = reason
         log.info("successfully unloaded '%s' version %d", mv.name, mv.version)
 
-    async def unload(self, name: str) -> None:
+    async def unload(self, name: str, reason: str = "unloaded") -> None:
         entry = self.registry.models.get(name)
         if entry is None:
             return
-        await asyncio.gather(*(self.unload_version(mv) for mv in list(entry.versions.values())))
+        versions = list(entry.versions.values())
+        await asyncio.gather(*(self.unload_version(mv, reason=reason) for mv in versions))
         if entry.state is not None:
             entry.state = ModelState.UNAVAILABLE
-            entry.reason = "unloaded"
+            entry.reason = reason
         await self._unload_ensembles_of(name)
 
     # -- ensembles ---------------------------------------------------------------

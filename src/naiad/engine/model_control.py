@@ -54,6 +54,9 @@ class ModelControl:
         #: model -> the models it loaded as its dependencies (ensemble steps).
         self.dependencies: dict[str, set[str]] = {}
         self._requested: set[str] = set()  # loaded by name, not only as a dependency
+        #: unloaded through the API (or never loaded in explicit mode's sense): residency
+        #: (engine/residency.py) does not load these on demand
+        self.unloaded_by_request: set[str] = set()
         self._known: dict[str, ModelFingerprint] = {}  # last loaded or tried, per model
         self._origins: dict[str, Repository] = {}
         self._scratch: dict[str, list[Path]] = {}  # private folders of file overrides
@@ -63,8 +66,12 @@ class ModelControl:
 
     # -- lifecycle ---------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Open the repositories and load the start-up models; start polling in poll mode."""
+    async def start(self, on_demand: bool = False) -> None:
+        """Open the repositories and load the start-up models; start polling in poll mode.
+
+        ``on_demand`` (residency): in mode none, models load on their first request
+        instead; explicit mode's ``--load-model`` names still load now.
+        """
         locations = tuple(self.options.model_repositories)
         self.repositories = await asyncio.to_thread(Repositories, locations)
         self.catalog = catalog = await asyncio.to_thread(self.repositories.scan)
@@ -73,7 +80,7 @@ class ModelControl:
         for name, paths in catalog.duplicates.items():
             log.error("model '%s' appears in several repositories: %s", name, ", ".join(paths))
         mode = self.options.model_control_mode
-        names: list[str] = list(catalog.models)
+        names: list[str] = [] if on_demand and mode == "none" else list(catalog.models)
         if mode == "explicit" and "*" not in self.options.load_models:
             names = list(dict.fromkeys(self.options.load_models))
         await asyncio.gather(*(self._load_at_start(name) for name in names))
@@ -167,6 +174,7 @@ class ModelControl:
                 self._known.pop(name, None)  # files sent with the request: nothing to compare
             if not dependency:
                 self._requested.add(name)
+                self.unloaded_by_request.discard(name)
             await self._release(name)
             error = load_error(entry, keep, unreadable)
         if error is not None:
@@ -260,6 +268,7 @@ class ModelControl:
         async with self._lock(name):
             await self.loader.unload(name)
             self._requested.discard(name)
+            self.unloaded_by_request.add(name)
             self._known.pop(name, None)
             dependencies = self.dependencies.pop(name, set())
             await self._release(name)
@@ -269,6 +278,17 @@ class ModelControl:
             needed = any(dep in deps for deps in self.dependencies.values())
             if dep not in self._requested and not needed:
                 await self.unload(dep, unload_dependents=True)
+
+    async def evict(self, name: str, reason: str) -> None:
+        """Unload ``name`` for residency's ``reason``; it loads again when asked."""
+        async with self._lock(name):
+            await self.loader.unload(name, reason=reason)
+            self._known.pop(name, None)
+            await self._release(name)
+
+    def known_fingerprint(self, name: str) -> ModelFingerprint | None:
+        """The files ``name`` was last loaded (or tried) from."""
+        return self._known.get(name)
 
     async def _release(self, name: str) -> None:
         """Remove override folders and cached copies no loaded version of ``name`` uses."""

@@ -16,6 +16,7 @@ from naiad.engine.shadow import loaded_shadows
 if TYPE_CHECKING:
     from naiad.core.statistics import ModelStatistics
     from naiad.engine.registry import ModelRegistry
+    from naiad.engine.residency import Residency, ResidencySnapshot
     from naiad.engine.shadow import Shadow
     from naiad.engine.workers import Workers
 
@@ -25,6 +26,7 @@ class StatisticsVerbs:
 
     registry: ModelRegistry
     workers: Workers | None
+    residency: Residency | None
 
     async def server_statistics(self, name: str = "", version: str = "") -> list[ModelStatistics]:
         """:meth:`statistics` of the whole server: with ``--workers``, every worker's summed."""
@@ -56,6 +58,10 @@ class StatisticsVerbs:
         """(model, its shadow) for every loaded model with one, in this process (the
         dashboard)."""
         return loaded_shadows(self.registry)
+
+    def residency_snapshot(self) -> ResidencySnapshot | None:
+        """What residency holds, in this process (the dashboard); None when it is off."""
+        return self.residency.snapshot() if self.residency is not None else None
 
     def live_versions(self) -> list[LiveVersion]:
         """Queue depth and recent p50/p99 of every ready version, in this process (the dashboard)."""

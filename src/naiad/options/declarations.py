@@ -101,6 +101,24 @@ class ServerOptions:
         older=(Older("--strict-model-config", "deprecated: same as --disable-auto-complete-config",
                      kind=bool),),
     )  # fmt: skip
+    # Residency (docs/residency.md): models loaded on demand, unloaded when idle or to fit.
+    model_memory_budget: int = option(
+        0, "--model-memory-budget", MODELS,
+        "host memory the loaded models may hold (8GiB, 60%); models then load on their "
+        "first request and the least recently used idle ones are unloaded to fit "
+        "(naiad; 0: no budget; docs/residency.md)",
+        metavar="SIZE", value=values.memory_size, shown="none",
+    )  # fmt: skip
+    model_idle_unload_secs: float = option(
+        0.0, "--model-idle-unload-secs", MODELS,
+        "unload a model no request has used for this long; it loads again on its next "
+        "request (naiad; 0: never; docs/residency.md)", metavar="SECS",
+    )  # fmt: skip
+    pinned_models: tuple[str, ...] = option(
+        (), "--model-pin", MODELS,
+        "model always loaded, never unloaded by the budget or for idleness (repeatable; "
+        "or the model's parameter naiad.pinned)", metavar="NAME",
+    )  # fmt: skip
     strict_readiness: bool = option(
         True, "--strict-readiness", OPERATIONS,
         "ready only when every model is ready (false: when the server is live)",

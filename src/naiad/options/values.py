@@ -70,6 +70,56 @@ def count(text: str) -> int:
     return int(text)
 
 
+_SIZE_UNITS = {
+    "": 1, "B": 1,
+    "K": 1 << 10, "KB": 1 << 10, "KIB": 1 << 10,
+    "M": 1 << 20, "MB": 1 << 20, "MIB": 1 << 20,
+    "G": 1 << 30, "GB": 1 << 30, "GIB": 1 << 30,
+    "T": 1 << 40, "TB": 1 << 40, "TIB": 1 << 40,
+}  # fmt: skip
+
+
+def memory_size(text: str) -> int:
+    """``--model-memory-budget``: bytes (``8GiB``, ``512MB``, ``1073741824``; units are
+    powers of 1024, as ``free -h`` counts) or a share of this machine's memory (``60%``)."""
+    raw = text.strip().upper().replace(" ", "")
+    if raw == "0":
+        return 0  # no budget
+    if raw.endswith("%"):
+        share = _number(raw[:-1], text)
+        if not 0 < share <= 100:
+            raise argparse.ArgumentTypeError(f"expected a share from 1% to 100%, got '{text}'")
+        return int(machine_memory() * share / 100)
+    digits = len(raw) - len(raw.lstrip("0123456789."))
+    factor = _SIZE_UNITS.get(raw[digits:])
+    if factor is None:
+        raise argparse.ArgumentTypeError(f"expected a size such as 8GiB or 60%, got '{text}'")
+    size = int(_number(raw[:digits], text) * factor)
+    if size <= 0:
+        raise argparse.ArgumentTypeError(f"expected a size above 0, got '{text}'")
+    return size
+
+
+def _number(text: str, whole: str) -> float:
+    try:
+        return float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"expected a size such as 8GiB or 60%, got '{whole}'"
+        ) from None
+
+
+def machine_memory() -> int:
+    """The memory this process may use: the machine's, or its control group's limit when
+    lower (a container's)."""
+    total = os.sysconf("SC_PAGE_SIZE") * os.sysconf("SC_PHYS_PAGES")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
 def resource(text: str) -> str:
     """A ``--rate-limit-resource`` value, checked early for a clear message."""
     from naiad.scheduling.rate_limiter import ResourceLimit

@@ -79,9 +79,11 @@ class EmbeddedClient(Client):
         return render.server_metadata(self.dp.server_metadata())
 
     async def get_model_metadata(self, model_name: str, model_version: str) -> dict[str, Any]:
+        await self.dp.resident(model_name)
         return render.model_metadata(self.dp.model_metadata(model_name, model_version))
 
     async def get_model_config(self, model_name: str, model_version: str) -> dict[str, Any]:
+        await self.dp.resident(model_name)
         return config_to_dict(self.dp.model_config(model_name, model_version))
 
     async def get_inference_statistics(self, model_name: str, model_version: str) -> dict[str, Any]:

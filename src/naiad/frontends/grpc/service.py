@@ -46,11 +46,13 @@ def server_metadata(dp: DataPlane, msg: pb.ServerMetadataRequest) -> pb.ServerMe
     return render.server_metadata(dp.server_metadata())
 
 
-def model_metadata(dp: DataPlane, msg: pb.ModelMetadataRequest) -> pb.ModelMetadataResponse:
+async def model_metadata(dp: DataPlane, msg: pb.ModelMetadataRequest) -> pb.ModelMetadataResponse:
+    await dp.resident(msg.name)
     return render.model_metadata(dp.model_metadata(msg.name, msg.version))
 
 
-def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigResponse:
+async def model_config(dp: DataPlane, msg: pb.ModelConfigRequest) -> pb.ModelConfigResponse:
+    await dp.resident(msg.name)
     # The core's ModelConfig lives in the same descriptor pool, so it nests directly.
     return pb.ModelConfigResponse(config=dp.model_config(msg.name, msg.version))
 

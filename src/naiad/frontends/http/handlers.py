@@ -64,13 +64,15 @@ def server_metadata(dp: DataPlane, req: Request) -> Response:
     return json_response(dumps(render.server_metadata(dp.server_metadata())))
 
 
-def model_metadata(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+async def model_metadata(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+    await dp.resident(name)
     return json_response(dumps(render.model_metadata(dp.model_metadata(name, version))))
 
 
-def model_config(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+async def model_config(dp: DataPlane, req: Request, name: str, version: str) -> Response:
     from naiad.config import config_to_json
 
+    await dp.resident(name)
     text = config_to_json(dp.model_config(name, version))
     return json_response(text.encode() if isinstance(text, str) else text)
 

@@ -54,6 +54,7 @@ class InferEndpoint:
         force_binary = header_length == 0
         if force_binary:
             # Raw binary: the body is the single input's data, its shape deduced.
+            await self.dp.resident(name)  # the shape comes from the model's signature
             request = self.dp.raw_binary_request(name, version, body)
             request.context = True  # outputs binary as well
         else:

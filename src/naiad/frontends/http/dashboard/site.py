@@ -57,6 +57,8 @@ class Dashboard:
             return views.live, (self.dp,), "statistics"
         if rest == "api/shadows":
             return views.shadows, (self.dp,), "statistics"
+        if rest == "api/residency":
+            return views.residency, (self.dp,), "model-repository"
         m = _CONFIG.fullmatch(path)
         if m is not None:
             name, version = unquote(m.group(1)), m.group(2) or ""

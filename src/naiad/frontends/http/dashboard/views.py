@@ -119,6 +119,38 @@ def shadows(req: Request, dp: DataPlane) -> Response:
     return json_response(dumps({"shadows": docs}))
 
 
+def residency(req: Request, dp: DataPlane) -> Response:
+    """Which models hold memory under the budget (engine/residency.py; this process's):
+    ``enabled`` false when the server runs without residency."""
+    snap = dp.residency_snapshot()
+    if snap is None:
+        return json_response(dumps({"enabled": False, "models": []}))
+    doc = {
+        "enabled": True,
+        "budget_bytes": snap.budget or None,
+        "idle_unload_s": snap.idle_unload_secs or None,
+        "used_bytes": snap.used,
+        "models": [
+            {
+                "name": r.name,
+                "state": r.state,
+                "memory_bytes": r.memory,
+                "idle_s": None if r.idle_ms is None else round(r.idle_ms / 1000, 1),
+                "pinned": r.pinned,
+                "loads": r.loads,
+                "evictions": r.evictions,
+                "load_waits": r.load_waits,
+                "load_wait_avg_ms": round(r.load_wait_ns / r.load_waits / 1e6, 1)
+                if r.load_waits
+                else None,
+                "reason": r.reason,
+            }
+            for r in snap.models
+        ],
+    }
+    return json_response(dumps(doc))
+
+
 def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
     """The loaded config as config.pbtxt text (errors as for ``/v2/models/<name>/config``)."""
     text = config_to_pbtxt(dp.model_config(name, version))

@@ -1,0 +1,449 @@
+"""Residency: which of the repository's models hold memory, under a budget.
+
+With ``--model-memory-budget`` or ``--model-idle-unload-secs`` the server
+knows every model of its repositories without loading them all: a model
+loads on the first request that needs it (the request waits, it is not
+refused), and models are unloaded again, least recently used first, when a
+load would pass the budget or when no request has used them for the idle
+time.  The rules that keep this safe:
+
+- A model is never unloaded while it has requests queued or running, live
+  sequences, requests waiting for its load, or a loaded ensemble that calls
+  it; nor while it is pinned (``--model-pin``, the parameter
+  ``naiad.pinned``).
+- One load per model at a time: the requests that arrive while it loads
+  wait for that load, and when it fails each of them gets its error, from
+  one attempt.  The model is then tried again only once its files change or
+  an explicit load asks.
+- A load counts what it is expected to take (the memory it took last time;
+  for a model never loaded, its files' size or the mean of the other models'
+  figures, whichever is larger) against the budget before it starts, so two
+  loads cannot both take the last free memory; once loaded, the measured
+  figure replaces the estimate and the budget is checked again.  Until one
+  model has been measured, on-demand loads run one at a time.
+- Explicit control wins: a model unloaded through the API stays unloaded
+  until it is loaded through the API, and an explicit load happens even
+  when nothing can be unloaded to make room (the budget is then restored as
+  soon as models go idle).
+
+With ``--workers N`` every worker keeps its own models under ``1/N`` of the
+budget: on-demand loads and unloads are each worker's own, explicit ones
+are every worker's.  Memory is the host memory measured at load
+(engine/memory.py); GPU memory is reported, not budgeted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import time
+from collections import Counter
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from naiad import config as cfg
+from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.core.model_state import ModelState
+from naiad.repository.base import LocalRepository, Repository
+from naiad.repository.fingerprint import ModelFingerprint
+
+if TYPE_CHECKING:
+    from naiad.engine.model_control import ModelControl
+    from naiad.engine.registry import ModelEntry, ModelRegistry, ModelVersion
+    from naiad.options.declarations import ServerOptions
+
+log = logging.getLogger("naiad")
+
+PINNED = "naiad.pinned"
+#: Why a model was unloaded, as the repository index says it (Triton's "unloaded", detailed).
+BUDGET_REASON = "unloaded: least recently used, to fit the memory budget"
+IDLE_REASON = "unloaded: idle for {secs:g} s"
+#: States whose instances hold memory.
+_HOLDING = (ModelState.READY, ModelState.LOADING, ModelState.UNLOADING)
+
+
+@dataclass
+class ModelResidency:
+    """What residency did to one model: counters for the metrics and the dashboard."""
+
+    loads: int = 0
+    load_failures: int = 0
+    evictions: Counter[str] = field(default_factory=Counter)  # "budget" / "idle" -> count
+    load_waits: int = 0  # requests that waited for a load
+    load_wait_ns: int = 0
+    loaded_at_ms: int = 0  # wall clock, as the statistics' last_inference
+
+
+@dataclass(frozen=True)
+class Resident:
+    """One row of the residency view."""
+
+    name: str
+    state: str  # "loaded", "loading", "unloading", "unloaded", "failed", "not loaded"
+    memory: int | None  # host bytes held (None: unknown)
+    idle_ms: int | None  # since its last request or its load; None when not loaded
+    pinned: bool
+    loads: int
+    evictions: dict[str, int]
+    load_waits: int
+    load_wait_ns: int
+    reason: str
+
+
+@dataclass(frozen=True)
+class ResidencySnapshot:
+    budget: int  # bytes for this process (0: none)
+    idle_unload_secs: float
+    used: int  # host bytes the loaded models hold
+    models: tuple[Resident, ...]
+
+
+class Residency:
+    """One per data plane; on the request path only when a request's model is not loaded."""
+
+    def __init__(self, control: ModelControl, registry: ModelRegistry, options: ServerOptions):
+        self.control = control
+        self.registry = registry
+        #: Each worker's share (``--workers``): every worker holds its own models.
+        self.budget = options.model_memory_budget // max(1, options.workers)
+        self.idle_ns = int(options.model_idle_unload_secs * 1e9)
+        self.idle_secs = options.model_idle_unload_secs
+        self.flag_pinned = frozenset(options.pinned_models)
+        self.config_pinned: set[str] = set()  # naiad.pinned read at start
+        self.models: dict[str, ModelResidency] = {}
+        self._config_name = options.model_config_name
+        self._loads: dict[str, asyncio.Task[None]] = {}
+        self._waiting: Counter[str] = Counter()  # requests waiting for a load, per model
+        self._reserved: dict[str, int] = {}  # loads under way -> bytes expected
+        self._evicting: dict[str, int] = {}  # unloads under way -> bytes they free
+        self._failed: dict[str, tuple[ModelFingerprint | None, NaiadError]] = {}
+        self._last_cost: dict[str, int] = {}  # memory measured at a model's last load
+        self._first = asyncio.Lock()
+        self._warned = False
+        self._timer: asyncio.Task[None] | None = None
+
+    # -- lifecycle -----------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Load the pinned models, then watch idleness and the budget."""
+        catalog = self.control.catalog
+        self.config_pinned = await asyncio.to_thread(self._read_pins, catalog.models)
+        pinned = sorted((self.flag_pinned | self.config_pinned) - set(catalog.duplicates))
+        for name in pinned:
+            if name not in catalog.models:
+                log.warning("--model-pin names '%s', which no repository holds", name)
+                continue
+            with contextlib.suppress(NaiadError):  # reported by the load, as at start-up
+                await self.ensure(name)
+        self._timer = asyncio.get_running_loop().create_task(self._watch())
+
+    async def close(self) -> None:
+        timer, self._timer = self._timer, None
+        if timer is not None:
+            timer.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await timer
+        for task in list(self._loads.values()):
+            with contextlib.suppress(BaseException):
+                await task
+
+    def _read_pins(self, models: Mapping[str, Repository]) -> set[str]:
+        """The local models whose config sets naiad.pinned (remote ones: ``--model-pin``)."""
+        found = set()
+        for name, repo in models.items():
+            if not isinstance(repo, LocalRepository):
+                continue
+            try:
+                config = cfg.read_model_config(repo.path / name, self._config_name)
+            except (NaiadError, OSError):
+                continue  # the load will say what is wrong with it
+            if config is not None and _pinned_in(config):
+                found.add(name)
+        return found
+
+    # -- the request path's questions ----------------------------------------------
+
+    def manages(self, name: str) -> bool:
+        """Whether a request for ``name`` that found no READY version should wait for a load:
+        the repositories hold it, it was not unloaded by request, and nothing of it serves."""
+        if name not in self.control.catalog.models or name in self.control.unloaded_by_request:
+            return False
+        entry = self.registry.models.get(name)
+        return entry is None or name in self._evicting or not entry.ready_versions()
+
+    async def wait(self, name: str) -> None:
+        """Until ``name`` is loaded (its load's error when it fails); counted as a load wait.
+
+        The caller admits its request right after this returns, in the same step of
+        the event loop, so no unload can come in between.
+        """
+        started = time.monotonic_ns()
+        self._waiting[name] += 1
+        try:
+            await self.ensure(name)
+        finally:
+            self._waiting[name] -= 1
+            if not self._waiting[name]:
+                del self._waiting[name]
+            stats = self._stats(name)
+            stats.load_waits += 1
+            stats.load_wait_ns += time.monotonic_ns() - started
+
+    async def ensure(self, name: str) -> None:
+        """Load ``name`` unless it is loaded or loading; one load however many ask."""
+        task = self._loads.get(name)
+        if task is None:
+            failed = self._failed.get(name)
+            if failed is not None:
+                if await self._unchanged(name, failed[0]):
+                    raise failed[1]
+                del self._failed[name]
+            task = self._loads.get(name)  # another request may have started it meanwhile
+        if task is None:
+            task = asyncio.get_running_loop().create_task(self._load(name))
+            self._loads[name] = task
+            task.add_done_callback(self._loaded)
+        await asyncio.shield(task)
+
+    def _loaded(self, task: asyncio.Task[None]) -> None:
+        name = next(n for n, t in self._loads.items() if t is task)
+        del self._loads[name]
+        if not task.cancelled():
+            task.exception()  # each waiter has it; retrieved here when none waits any more
+
+    async def _unchanged(self, name: str, fingerprint: ModelFingerprint | None) -> bool:
+        repo = self.control.catalog.models.get(name)
+        if repo is None or fingerprint is None:
+            return True
+        try:
+            return await asyncio.to_thread(repo.fingerprint, name) == fingerprint
+        except (OSError, NaiadError):
+            return True
+
+    # -- loading and unloading -----------------------------------------------------
+
+    async def _load(self, name: str) -> None:
+        expected = self._last_cost.get(name)
+        if expected is None:
+            on_disk = await asyncio.to_thread(self._disk_size, name)
+            costs = list(self._last_cost.values())
+            expected = max(on_disk, sum(costs) // len(costs) if costs else 0)
+        self._reserved[name] = expected
+        try:
+            await self._make_room(keep=name)
+            if not self._last_cost:  # nothing measured yet: one load at a time until one is
+                async with self._first:
+                    await self.control.load(name)
+            else:
+                await self.control.load(name)
+        except NaiadError as exc:
+            self._stats(name).load_failures += 1
+            self._failed[name] = (self.control.known_fingerprint(name), exc)
+            raise
+        finally:
+            del self._reserved[name]
+        stats = self._stats(name)
+        stats.loads += 1
+        stats.loaded_at_ms = time.time_ns() // 1_000_000
+        self._last_cost[name] = self.holding(name)
+        log.info("loaded '%s' on demand (%s)", name, _size(self._last_cost[name]))
+        await self._make_room(keep=name)
+
+    def _disk_size(self, name: str) -> int:
+        repo = self.control.catalog.models.get(name)
+        if not isinstance(repo, LocalRepository):
+            return 0
+        total = 0
+        for root, _, files in os.walk(repo.path / name):
+            for file in files:
+                with contextlib.suppress(OSError):
+                    total += (Path(root) / file).stat().st_size
+        return total
+
+    async def _make_room(self, keep: str | None = None) -> None:
+        """Unload least recently used idle models until what is loaded and what is loading
+        fits the budget (``keep`` is never chosen)."""
+        while self.budget and self.expected() > self.budget:
+            victim = self._least_recently_used(keep)
+            if victim is None:
+                if not self._warned:
+                    log.warning(
+                        "models hold %s, over the memory budget of %s, and none can be "
+                        "unloaded now (all busy or pinned)",
+                        _size(self.expected()),
+                        _size(self.budget),
+                    )
+                    self._warned = True
+                return
+            await self._evict(victim, "budget")
+        self._warned = False
+
+    def expected(self) -> int:
+        """What loaded models hold, less what unloads under way free, plus what loads
+        under way are expected to take."""
+        return self.used() - sum(self._evicting.values()) + sum(self._reserved.values())
+
+    def used(self) -> int:
+        return sum(self.holding(name) for name in self.registry.models)
+
+    def holding(self, name: str) -> int:
+        entry = self.registry.models.get(name)
+        if entry is None:
+            return 0
+        return sum(
+            usage.byte_size
+            for mv in entry.versions.values()
+            if mv.state in _HOLDING
+            for usage in mv.stats.memory
+            if usage.type == "CPU"
+        )
+
+    def _least_recently_used(self, keep: str | None) -> str | None:
+        candidates = [
+            (self.last_used_ms(entry), name)
+            for name, entry in self.registry.models.items()
+            if name != keep and self._evictable(name, entry)
+        ]
+        return min(candidates)[1] if candidates else None
+
+    def _evictable(self, name: str, entry: ModelEntry) -> bool:
+        if name in self._evicting or name in self._loads or self._waiting[name]:
+            return False
+        if self.pinned(name) or not entry.ready_versions():
+            return False
+        if any(_busy(mv) for mv in entry.versions.values()):
+            return False
+        for ensemble in self.control.loader.dependencies.dependents_of(name):
+            user = self.registry.models.get(ensemble)
+            if user is not None and user.ready_versions():
+                return False
+        return True
+
+    def pinned(self, name: str) -> bool:
+        if name in self.flag_pinned or name in self.config_pinned:
+            return True
+        entry = self.registry.models.get(name)
+        return entry is not None and entry.config is not None and _pinned_in(entry.config)
+
+    def last_used_ms(self, entry: ModelEntry) -> int:
+        """Its last request's end, or its load when no request came since (wall clock, ms)."""
+        stats = self.models.get(entry.name)
+        loaded = stats.loaded_at_ms if stats is not None else 0
+        return max([loaded, *(mv.stats.last_inference_ms for mv in entry.versions.values())])
+
+    async def _evict(self, name: str, why: str) -> None:
+        self._evicting[name] = self.holding(name)
+        self._failed.pop(name, None)  # it loaded since (an explicit load): that error is old
+        reason = BUDGET_REASON if why == "budget" else IDLE_REASON.format(secs=self.idle_secs)
+        try:
+            await self.control.evict(name, reason)
+        finally:
+            del self._evicting[name]
+        self._stats(name).evictions[why] += 1
+        log.info("unloaded '%s': %s", name, reason.removeprefix("unloaded: "))
+
+    async def _watch(self) -> None:
+        """Unload models idle for too long, and restore the budget once models go idle."""
+        period = min(self.idle_secs / 4, 1.0) if self.idle_secs else 1.0
+        while True:
+            await asyncio.sleep(period)  # a period, not a wait for state
+            try:
+                await self._sweep()
+            except Exception:
+                log.exception("residency: checking idle models failed")
+
+    async def _sweep(self) -> None:
+        if self.idle_ns:
+            now_ms = time.time_ns() // 1_000_000
+            limit_ms = self.idle_ns // 1_000_000
+            for name, entry in list(self.registry.models.items()):
+                if self._evictable(name, entry) and now_ms - self.last_used_ms(entry) >= limit_ms:
+                    await self._evict(name, "idle")
+        await self._make_room()
+
+    def _stats(self, name: str) -> ModelResidency:
+        stats = self.models.get(name)
+        if stats is None:
+            stats = self.models[name] = ModelResidency()
+        return stats
+
+    # -- what the dashboard and the metrics read ------------------------------------
+
+    def snapshot(self) -> ResidencySnapshot:
+        now_ms = time.time_ns() // 1_000_000
+        rows = []
+        names = sorted(set(self.control.catalog.models) | set(self.registry.models))
+        for name in names:
+            entry = self.registry.models.get(name)
+            stats = self.models.get(name) or ModelResidency()
+            state, reason = self._state(name, entry)
+            loaded = state == "loaded"
+            rows.append(
+                Resident(
+                    name,
+                    state,
+                    self.holding(name) if entry is not None and loaded else None,
+                    now_ms - self.last_used_ms(entry) if entry is not None and loaded else None,
+                    self.pinned(name),
+                    stats.loads,
+                    dict(stats.evictions),
+                    stats.load_waits,
+                    stats.load_wait_ns,
+                    reason,
+                )
+            )
+        return ResidencySnapshot(self.budget, self.idle_secs, self.used(), tuple(rows))
+
+    def _state(self, name: str, entry: ModelEntry | None) -> tuple[str, str]:
+        if name in self._loads:
+            return "loading", ""
+        if name in self._evicting:
+            return "unloading", ""
+        if entry is not None and entry.ready_versions():
+            return "loaded", ""
+        if name in self._failed:
+            return "failed", self._failed[name][1].message.strip()
+        if entry is None:
+            return "not loaded", ""
+        reasons = [mv.reason for mv in entry.versions.values() if mv.reason]
+        return "unloaded", (reasons[0] if reasons else entry.reason)
+
+
+def residency_from_options(
+    control: ModelControl, registry: ModelRegistry, options: ServerOptions
+) -> Residency | None:
+    """The server's residency, None when neither a budget nor an idle time is set."""
+    if not options.model_memory_budget and not options.model_idle_unload_secs:
+        return None
+    if options.model_control_mode == "poll":
+        raise InvalidArgument(
+            "--model-memory-budget and --model-idle-unload-secs work in model control "
+            "modes none and explicit, not poll (docs/residency.md)"
+        )
+    return Residency(control, registry, options)
+
+
+def _busy(mv: ModelVersion) -> bool:
+    """Requests queued or running, or sequences open (their state would be lost)."""
+    scheduler = mv.scheduler
+    if mv.stats.pending or (scheduler is not None and scheduler.in_flight):
+        return True
+    sequences = getattr(scheduler, "sequence_count", None)
+    return sequences is not None and sequences() > 0
+
+
+def _pinned_in(config: cfg.ModelConfig) -> bool:
+    value = config.parameters.get(PINNED)
+    return value is not None and value.string_value.strip().lower() in ("true", "1", "yes", "on")
+
+
+def _size(size: int) -> str:
+    for unit in ("B", "KiB", "MiB", "GiB"):
+        if size < 1024 or unit == "GiB":
+            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
+        size /= 1024  # type: ignore[assignment]
+    return f"{size} B"
