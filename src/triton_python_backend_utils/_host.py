@@ -58,6 +58,12 @@ def set_default(host: Host) -> None:
     _default[:] = [host]
 
 
+def forget(host: Host) -> None:
+    """``host``'s model is unloaded: it is nobody's default any more (nor kept alive)."""
+    if _default and _default[0] is host:
+        _default.clear()
+
+
 def current() -> Host:
     host = getattr(_local, "host", None)
     if host is None:

@@ -120,7 +120,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
             await self.system_metrics.start()
         await self.control.start(on_demand=self.residency is not None)
         if self.residency is not None:
-            await self.residency.start()
+            await self.residency.start(self.workers.count if self.workers is not None else 1)
         # What --exit-on-error judges: the start-up loads, not a restarted worker's replay
         # of the loads the other workers made at run time, which never stop a server.
         self.failed_at_start = self.failed_models()

@@ -107,7 +107,11 @@ class ModelLoader:
         self.dependencies = EnsembleDependencies()
         #: --model-load-thread-count: versions whose instances load at the same time
         #: (Triton's load thread pool; 0 counts as 1, as there).
-        self._load_slots = asyncio.Semaphore(max(1, options.model_load_thread_count))
+        #: With residency (engine/residency.py), one at a time: each version's memory is
+        #: then measured alone, exactly, which the budget rests on.
+        residency = options.model_memory_budget or options.model_idle_unload_secs
+        slots = 1 if residency else max(1, options.model_load_thread_count)
+        self._load_slots = asyncio.Semaphore(slots)
 
     # -- configuration -----------------------------------------------------
 
@@ -390,17 +394,22 @@ class ModelLoader:
         if scheduler is not None:
             await scheduler.drain()
             scheduler.close()
+        # Nothing may keep the instances alive once closed: an unloaded version stays
+        # listed (the index), and its memory must go (residency counts on it).
+        mv.scheduler = scheduler = None
         instances, mv.instances = mv.instances, []
         backend, ctx = mv.backend, mv.context
 
         def close_all() -> None:
-            for instance in instances:
-                try:
-                    instance.close()
-                except Exception:
-                    log.exception("closing an instance of '%s' failed", mv.name)
-            if backend is not None and ctx is not None:
-                backend.unload(ctx)
+            with memory.releasing():  # what they free is not mistaken for a load's
+                while instances:  # each one dropped as soon as it is closed
+                    try:
+                        instances.pop().close()
+                    except Exception:
+                        log.exception("closing an instance of '%s' failed", mv.name)
+                if backend is not None and ctx is not None:
+                    backend.unload(ctx)
+                memory.give_back()
 
         await asyncio.to_thread(close_all)
         mv.state = ModelState.UNAVAILABLE

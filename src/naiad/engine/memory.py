@@ -19,6 +19,11 @@ GPU memory, for instances placed on a GPU, as the server's host memory is
 measured: the device's used memory (NVML, ``naiad[gpu]``) around their
 creation, shared out the same way.
 
+Memory given back while instances are created would hide what they take
+(the server's memory would not grow, or grow less), so releasing a model's
+instances (:func:`releasing`) and creating instances in the server never
+overlap: each waits for the other to finish.
+
 What a model takes later (caches, arenas grown by a first large batch) is
 not in the figures.  Linux only (``/proc``); elsewhere nothing is reported, as
 Triton reports nothing for most of its backends.
@@ -26,11 +31,14 @@ Triton reports nothing for most of its backends.
 
 from __future__ import annotations
 
+import contextlib
+import ctypes
 import functools
+import gc
 import itertools
 import os
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
@@ -113,6 +121,79 @@ class Ledger:
 LEDGER = Ledger()
 
 
+class _Gate:
+    """Creations in the server run side by side, releases too, but never the two together."""
+
+    def __init__(self) -> None:
+        self._turn = threading.Condition()
+        self._running = {"create": 0, "release": 0}
+
+    @contextlib.contextmanager
+    def enter(self, kind: str) -> Iterator[None]:
+        other = "release" if kind == "create" else "create"
+        with self._turn:
+            self._turn.wait_for(lambda: not self._running[other])
+            self._running[kind] += 1
+        try:
+            yield
+        finally:
+            with self._turn:
+                self._running[kind] -= 1
+                self._turn.notify_all()
+
+
+_GATE = _Gate()
+
+
+def map_large_blocks(threshold: int = 1 << 20) -> None:
+    """Have glibc map blocks of ``threshold`` bytes and more on their own, for good.
+
+    By default a large block, once freed, raises the size glibc maps on its own,
+    and the next ones come from its heaps, where freed memory stays the
+    process's: a model's tables would outlive its unload.  Fixed, they go back
+    to the system when freed.  Residency turns it on (its budget counts on
+    unloads freeing memory); it costs blocks of that size a mapping each.
+    """
+    mallopt = _libc_function("mallopt")
+    if mallopt is not None:
+        mallopt(_M_MMAP_THRESHOLD, threshold)
+
+
+def give_back() -> None:
+    """Return what an unloaded model freed to the system now.
+
+    Its objects may sit in reference cycles (collected now, not at some later
+    full collection), and glibc keeps freed blocks for reuse: a large block
+    freed once raises its threshold for mapping blocks of their own, so the
+    next model's tables come from the heap and stay there when freed.
+    ``malloc_trim`` hands free pages back, so the server's memory falls with an
+    unload and grows again with a load, which is what the figures of the next
+    loads (and residency's budget) rest on.
+    """
+    gc.collect()
+    trim = _libc_function("malloc_trim")
+    if trim is not None:
+        trim(0)
+
+
+_M_MMAP_THRESHOLD = -3  # glibc's malloc.h
+
+
+@functools.cache
+def _libc_function(name: str) -> Callable[..., int] | None:
+    """A glibc function, None elsewhere (musl, macOS)."""
+    try:
+        function: Callable[..., int] = getattr(ctypes.CDLL(None), name)
+    except (OSError, AttributeError):
+        return None
+    return function
+
+
+def releasing() -> contextlib.AbstractContextManager[None]:
+    """Around closing a version's instances: waits for creations measured in the server."""
+    return _GATE.enter("release")
+
+
 @dataclass(frozen=True)
 class Taken:
     """What one instance's creation took: its share of the server's host memory (None:
@@ -128,14 +209,15 @@ def measured_create(
     """``create()`` and what it took: host memory for an instance in the server's process
     (a stub's is its own, read by :func:`version_memory`), and for an instance placed on
     GPU ``gpu``, that device's (in a stub or not: a GPU's memory is one pool)."""
-    host = LEDGER.begin() if in_server else None
     ledger = gpu_ledgers().get(gpu) if gpu is not None else None
-    token = ledger.begin() if ledger is not None else None
-    try:
-        made = create()
-    finally:
-        share = LEDGER.end(host)
-        grown = ledger.end(token) if ledger is not None else None
+    with _GATE.enter("create") if in_server else contextlib.nullcontext():
+        host = LEDGER.begin() if in_server else None
+        token = ledger.begin() if ledger is not None else None
+        try:
+            made = create()
+        finally:
+            share = LEDGER.end(host)
+            grown = ledger.end(token) if ledger is not None else None
     return made, Taken(share, {gpu: grown} if gpu is not None and grown else {})
 
 

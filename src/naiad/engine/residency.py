@@ -48,6 +48,7 @@ from typing import TYPE_CHECKING
 from naiad import config as cfg
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.model_state import ModelState
+from naiad.engine import memory
 from naiad.repository.base import LocalRepository, Repository
 from naiad.repository.fingerprint import ModelFingerprint
 
@@ -62,6 +63,9 @@ PINNED = "naiad.pinned"
 #: Why a model was unloaded, as the repository index says it (Triton's "unloaded", detailed).
 BUDGET_REASON = "unloaded: least recently used, to fit the memory budget"
 IDLE_REASON = "unloaded: idle for {secs:g} s"
+#: How long a load waits for busy models to go idle before it passes the budget.
+ROOM_WAIT_S = 30.0
+_ROOM_POLL_S = 0.05
 #: States whose instances hold memory.
 _HOLDING = (ModelState.READY, ModelState.LOADING, ModelState.UNLOADING)
 
@@ -108,8 +112,10 @@ class Residency:
     def __init__(self, control: ModelControl, registry: ModelRegistry, options: ServerOptions):
         self.control = control
         self.registry = registry
-        #: Each worker's share (``--workers``): every worker holds its own models.
-        self.budget = options.model_memory_budget // max(1, options.workers)
+        self.whole_budget = options.model_memory_budget
+        #: This process's share (``--workers``: every worker holds its own models); set
+        #: again at start, when the worker knows how many there are.
+        self.budget = self.whole_budget
         self.idle_ns = int(options.model_idle_unload_secs * 1e9)
         self.idle_secs = options.model_idle_unload_secs
         self.flag_pinned = frozenset(options.pinned_models)
@@ -128,8 +134,10 @@ class Residency:
 
     # -- lifecycle -----------------------------------------------------------------
 
-    async def start(self) -> None:
+    async def start(self, workers: int = 1) -> None:
         """Load the pinned models, then watch idleness and the budget."""
+        self.budget = self.whole_budget // max(1, workers)
+        memory.map_large_blocks()  # an unload must free what the budget counts
         catalog = self.control.catalog
         self.config_pinned = await asyncio.to_thread(self._read_pins, catalog.models)
         pinned = sorted((self.flag_pinned | self.config_pinned) - set(catalog.duplicates))
@@ -227,6 +235,15 @@ class Residency:
     # -- loading and unloading -----------------------------------------------------
 
     async def _load(self, name: str) -> None:
+        if not self._last_cost:
+            async with self._first:  # nothing measured yet: one at a time until one is
+                if not self._last_cost:
+                    await self._load_counted(name)
+                    return
+        await self._load_counted(name)
+
+    async def _load_counted(self, name: str) -> None:
+        """Load ``name`` with room made for what it is expected to take."""
         expected = self._last_cost.get(name)
         if expected is None:
             on_disk = await asyncio.to_thread(self._disk_size, name)
@@ -234,12 +251,8 @@ class Residency:
             expected = max(on_disk, sum(costs) // len(costs) if costs else 0)
         self._reserved[name] = expected
         try:
-            await self._make_room(keep=name)
-            if not self._last_cost:  # nothing measured yet: one load at a time until one is
-                async with self._first:
-                    await self.control.load(name)
-            else:
-                await self.control.load(name)
+            await self._make_room(loading=name)
+            await self.control.load(name)
         except NaiadError as exc:
             self._stats(name).load_failures += 1
             self._failed[name] = (self.control.known_fingerprint(name), exc)
@@ -251,7 +264,7 @@ class Residency:
         stats.loaded_at_ms = time.time_ns() // 1_000_000
         self._last_cost[name] = self.holding(name)
         log.info("loaded '%s' on demand (%s)", name, _size(self._last_cost[name]))
-        await self._make_room(keep=name)
+        await self._make_room()
 
     def _disk_size(self, name: str) -> int:
         repo = self.control.catalog.models.get(name)
@@ -264,28 +277,60 @@ class Residency:
                     total += (Path(root) / file).stat().st_size
         return total
 
-    async def _make_room(self, keep: str | None = None) -> None:
-        """Unload least recently used idle models until what is loaded and what is loading
-        fits the budget (``keep`` is never chosen)."""
-        while self.budget and self.expected() > self.budget:
-            victim = self._least_recently_used(keep)
-            if victim is None:
-                if not self._warned:
-                    log.warning(
-                        "models hold %s, over the memory budget of %s, and none can be "
-                        "unloaded now (all busy or pinned)",
-                        _size(self.expected()),
-                        _size(self.budget),
-                    )
-                    self._warned = True
-                return
-            await self._evict(victim, "budget")
+    async def _make_room(self, loading: str | None = None) -> None:
+        """Unload least recently used idle models until the budget holds.
+
+        Before ``loading`` loads: until what is loaded, and what it and the loads that
+        began before it expect to take, fits (first come, first served: a later load
+        never takes the room an earlier one counted on).  When no model can be unloaded
+        now but one will be (requests running, earlier loads), it waits for that, up to
+        :data:`ROOM_WAIT_S`; then, or when nothing ever can be (pinned, in use by
+        ensembles, a model bigger than the budget), the load goes ahead over the budget
+        and says so.  Without ``loading`` (after a load, and each second): only what is
+        loaded must fit.
+        """
+        waited = 0.0
+        while self.budget and self._needed(loading) > self.budget:
+            victim = self._least_recently_used(loading)
+            if victim is not None:
+                await self._evict(victim, "budget")
+                continue
+            if loading is not None and waited < ROOM_WAIT_S and self._will_free(loading):
+                await asyncio.sleep(_ROOM_POLL_S)  # rare: every model busy, none idle yet
+                waited += _ROOM_POLL_S
+                continue
+            if not self._warned:
+                log.warning(
+                    "models hold %s, over the memory budget of %s, and none can be "
+                    "unloaded now (busy, pinned or used by an ensemble)",
+                    _size(self._needed(loading)),
+                    _size(self.budget),
+                )
+                self._warned = True
+            return
         self._warned = False
 
-    def expected(self) -> int:
-        """What loaded models hold, less what unloads under way free, plus what loads
-        under way are expected to take."""
-        return self.used() - sum(self._evicting.values()) + sum(self._reserved.values())
+    def _needed(self, loading: str | None) -> int:
+        held = self.used() - sum(self._evicting.values())
+        if loading is None:
+            return held
+        for name, expected in self._reserved.items():  # in the order the loads began
+            held += expected
+            if name == loading:
+                break
+        return held
+
+    def _will_free(self, loading: str) -> bool:
+        """Whether a model that cannot be unloaded now will be: busy, or loading before
+        ``loading``."""
+        for name in self._reserved:
+            if name == loading:
+                break
+            return True
+        return any(
+            not self.pinned(name) and any(_busy(mv) for mv in entry.versions.values())
+            for name, entry in self.registry.models.items()
+        ) or any(self._waiting.values())
 
     def used(self) -> int:
         return sum(self.holding(name) for name in self.registry.models)
@@ -302,11 +347,11 @@ class Residency:
             if usage.type == "CPU"
         )
 
-    def _least_recently_used(self, keep: str | None) -> str | None:
+    def _least_recently_used(self, loading: str | None) -> str | None:
         candidates = [
             (self.last_used_ms(entry), name)
             for name, entry in self.registry.models.items()
-            if name != keep and self._evictable(name, entry)
+            if name != loading and self._evictable(name, entry)
         ]
         return min(candidates)[1] if candidates else None
 

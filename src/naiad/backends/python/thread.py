@@ -416,6 +416,7 @@ class ThreadInstance(ModelInstance):
         if error:
             log.error("finalize of Python model instance '%s' failed: %s", self.name, error)
         self.host.services.release_metrics()
+        _host.forget(self.host)
         loop = self._aloop
         if loop is not None:
             loop.call_soon_threadsafe(loop.stop)

@@ -1,12 +1,15 @@
 // The Models page: the repository index (every model and version with its state and
 // load error), each loaded model's config summary, and load / unload / reload in
-// explicit model control mode (each confirmed in a dialog, the answer shown).
+// explicit model control mode (each confirmed in a dialog, the answer shown). With
+// residency on, pinned models are marked and a model unloaded to fit the budget (or
+// for idleness) shows why without looking like a failure.
 
 import { getJSON, modelPath, postJSON } from "../api.js";
 import { describe, inlineError, showError } from "../banner.js";
 import { confirmAction } from "../dialog.js";
 import { h, replace, table } from "../dom.js";
 import { batchingOf, instancesOf, isDecoupled, platformOf } from "../model_info.js";
+import { fetchResidency, pinnedTag } from "../residency.js";
 
 const BUSY = new Set(["LOADING", "UNLOADING"]);
 
@@ -21,13 +24,14 @@ export async function render(main, _params, ctx) {
     note, result,
     h("section", { class: "card flush", "aria-label": "Repository index" }, box));
 
-  const page = { ctx, box, note, result, mode: null, busy: false };
+  const page = { ctx, box, note, result, mode: null, restricted: undefined, busy: false };
   refresh.addEventListener("click", () => load(page));
   // The control mode decides whether the buttons can work; without it (a restricted
   // "metadata" category) they stay enabled and the server answers for itself.
   try {
     const info = await getJSON("dashboard:server", { signal: ctx.signal });
     page.mode = info.model_control_mode;
+    page.restricted = info.restricted || {};
   } catch (err) {
     if (err.name === "AbortError") throw err;
     page.mode = null;
@@ -57,9 +61,12 @@ async function load(page) {
     showError(err, "Repository index");
     fallback = h("p", { class: "note", id: "index-fallback" }, describe(err, "Repository index"), " ", "Listing the loaded models from their statistics instead; models that are not loaded are not shown.");
   }
-  const configs = await Promise.all(index.map((m) => (m.state === "READY" ? configFor(m, ctx) : null)));
+  const [configs, residency] = await Promise.all([
+    Promise.all(index.map((m) => (m.state === "READY" ? configFor(m, ctx) : null))),
+    residencyOf(page),
+  ]);
   if (!ctx.active) return;
-  replace(box, fallback, modelsTable(page, index, configs));
+  replace(box, fallback, modelsTable(page, index, configs, residency));
   // a load or unload still under way: look again shortly
   if (index.some((m) => BUSY.has(m.state))) setTimeout(() => ctx.active && load(page), 500);
 }
@@ -75,6 +82,17 @@ async function loadedFromStats(ctx) {
   }
 }
 
+/** Each model's residency row by name; empty when residency is off or cannot be read. */
+async function residencyOf(page) {
+  try {
+    const doc = await fetchResidency(page.restricted, page.ctx.signal);
+    return new Map(doc && doc.enabled ? doc.models.map((r) => [r.name, r]) : []);
+  } catch (err) {
+    if (err.name === "AbortError") throw err;
+    return new Map(); // a nicety here: the index says the state
+  }
+}
+
 async function configFor(entry, ctx) {
   try {
     return await getJSON(`${modelPath(entry.name, entry.version)}/config`, { signal: ctx.signal });
@@ -84,13 +102,13 @@ async function configFor(entry, ctx) {
   }
 }
 
-function modelsTable(page, index, configs) {
+function modelsTable(page, index, configs, residency) {
   if (!index.length) return h("p", { class: "empty" }, "The repository has no models.");
   const seen = new Set();
   const rows = index.map((m, i) => {
     const first = !seen.has(m.name);
     seen.add(m.name);
-    return modelRow(page, m, configs[i], first);
+    return modelRow(page, m, configs[i], first, residency.get(m.name));
   });
   return table({
     id: "models-table",
@@ -101,17 +119,19 @@ function modelsTable(page, index, configs) {
   });
 }
 
-function modelRow(page, m, config, first) {
+function modelRow(page, m, config, first, resident) {
   const state = m.state || "UNLOADED";
   const link = `#/models/${encodeURIComponent(m.name)}${m.version ? `/${encodeURIComponent(m.version)}` : ""}`;
   const configError = config && config.error;
   const cfg = configError ? null : config;
-  return h("tr", { dataset: { model: m.name, version: m.version || "", state } },
-    h("th", { scope: "row" }, h("a", { href: link }, m.name)),
+  // unloaded by residency: the reason says why, it is no error
+  const evicted = resident && resident.state === "unloaded";
+  return h("tr", { dataset: { model: m.name, version: m.version || "", state, ...(resident ? { pinned: String(resident.pinned) } : {}) } },
+    h("th", { scope: "row" }, h("a", { href: link }, m.name), resident && resident.pinned ? pinnedTag() : null),
     h("td", { class: "num" }, m.version || "—"),
     h("td", { class: "state-cell" },
       h("span", { class: `state state-${state.toLowerCase()}`, dataset: { state } }, state),
-      m.reason ? h("div", { class: "reason" }, m.reason) : null),
+      m.reason ? h("div", { class: evicted ? "reason calm" : "reason" }, m.reason) : null),
     h("td", {}, configError ? h("span", { class: "muted", title: configError.message }, "config unavailable") : platformOf(cfg) || "—"),
     h("td", {}, instancesOf(cfg) || "—"),
     h("td", { class: "batching" }, batchingOf(cfg).map((line) => h("div", {}, line))),

@@ -1,12 +1,14 @@
 // The Server page: what runs and where, and live figures polled once a second while
 // the page is shown and the tab is visible. Throughput is computed here from the
 // change of the cumulative success counters between two polls; p50/p99 come from the
-// server (requests finished in its last ~2 s).
+// server (requests finished in its last ~2 s). With residency on (a memory budget or
+// an idle time), a Residency card follows, polled with the live figures.
 
 import { getJSON } from "../api.js";
 import { clearError, inlineError, showError } from "../banner.js";
 import { drawLineChart, legend } from "../chart.js";
 import { facts, formatBytes, formatDuration, formatLatency, formatNumber, h, replace, table } from "../dom.js";
+import { fetchResidency, residencyCard, updateResidency } from "../residency.js";
 
 const POINTS = 120; // at one poll a second: two minutes
 const WINDOW_MS = POINTS * 1000;
@@ -18,17 +20,58 @@ export async function render(main, _params, ctx) {
   document.title = "Server · naiad";
   const factsBox = h("section", { class: "card", "aria-labelledby": "facts-title" }, h("h2", { id: "facts-title" }, "Overview"), h("p", { class: "loading" }, "Loading…"));
   const live = liveSection();
-  replace(main, h("div", { class: "page-head" }, h("h1", {}, "Server")), factsBox, live.section);
+  // the Residency card's box: data-residency "" (not known yet), "on", "off" or "hidden" (restricted)
+  const residency = { box: h("div", { id: "residency-box", dataset: { residency: "" } }), card: null, asking: false, busy: false };
+  replace(main, h("div", { class: "page-head" }, h("h1", {}, "Server")), factsBox, live.section, residency.box);
 
+  // residency is asked for once the restrictions are known (it needs the model-repository header)
+  const askResidency = (restricted) => {
+    residency.restricted = restricted;
+    residency.asking = true;
+    refreshResidency(ctx, residency);
+  };
   getJSON("dashboard:server", { signal: ctx.signal })
     .then((info) => {
       replace(factsBox, h("h2", { id: "facts-title" }, "Overview"), serverFacts(info));
+      askResidency(info.restricted || {});
     })
     .catch((err) => {
-      if (err.name !== "AbortError") replace(factsBox, h("h2", { id: "facts-title" }, "Overview"), inlineError(err, "Server facts"));
+      if (err.name === "AbortError") return;
+      replace(factsBox, h("h2", { id: "facts-title" }, "Overview"), inlineError(err, "Server facts"));
+      askResidency(undefined);
     });
 
-  startPolling(ctx, live);
+  startPolling(ctx, live, residency);
+}
+
+/** Show the Residency card (made on the first answer that says residency is on), or
+ * stop asking when it is off or restricted. Failures leave it to the next poll. */
+async function refreshResidency(ctx, residency) {
+  if (!residency.asking || residency.busy) return;
+  residency.busy = true;
+  try {
+    const doc = await fetchResidency(residency.restricted, ctx.signal);
+    if (!ctx.active) return;
+    if (!doc || !doc.enabled) {
+      residency.asking = false;
+      residency.card = null;
+      replace(residency.box);
+      residency.box.dataset.residency = doc ? "off" : "hidden";
+      return;
+    }
+    if (!residency.card) {
+      residency.card = residencyCard();
+      replace(residency.box, residency.card.section);
+    }
+    updateResidency(residency.card, doc);
+    residency.box.dataset.residency = "on";
+  } catch (err) {
+    if (err.name === "AbortError") return;
+    // the live figures' banner says when the server is not answering
+    if (residency.card) residency.card.status.textContent = `Residency unavailable (${err.status ? `HTTP ${err.status}` : "no answer"}); retrying.`;
+  } finally {
+    residency.busy = false;
+  }
 }
 
 function serverFacts(info) {
@@ -76,7 +119,7 @@ function liveSection() {
   return { section, throughput, latency, status, tableBox };
 }
 
-function startPolling(ctx, live) {
+function startPolling(ctx, live, residency) {
   let timer = null;
   let failing = false;
   const tick = async () => {
@@ -91,6 +134,7 @@ function startPolling(ctx, live) {
       if (failing) clearError();
       failing = false;
       update(live, sample);
+      await refreshResidency(ctx, residency);
     } catch (err) {
       if (err.name === "AbortError") return;
       failing = true;
