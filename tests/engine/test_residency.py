@@ -306,3 +306,18 @@ def test_workers_each_keep_their_share(tmp_path: Path) -> None:
         assert metric(served.metrics_port, "naiad_model_residency_budget_bytes") == {"": budget}
         assert metric(served.metrics_port, "naiad_model_residency_bytes")[""] <= budget
         assert sum(metric(served.metrics_port, "naiad_model_eviction_count").values()) > 0
+
+
+def test_a_model_bigger_than_the_budget_loads_alone_without_waiting_for_room(
+    tmp_path: Path,
+) -> None:
+    python_model(tmp_path, "a", 1)
+    python_model(tmp_path, "b", 2)
+    with naiad_serve(tmp_path, "--model-memory-budget", "1") as served:
+        for model, k in [("a", 1), ("b", 2), ("a", 1)]:
+            np.testing.assert_array_equal(infer_http(served.http_port, model), X + k)
+        assert states(served.http_port) == {"a": "loaded", "b": "unloaded"}
+        # Nothing could ever make room: no load waited for any (ROOM_WAIT_S is 30 s).
+        waited = metric(served.metrics_port, "naiad_model_load_wait_duration_us")
+        assert max(waited.values()) < 10_000_000
+        assert "over the memory budget" in served.output()

@@ -330,7 +330,7 @@ class Residency:
         return any(
             not self.pinned(name) and any(_busy(mv) for mv in entry.versions.values())
             for name, entry in self.registry.models.items()
-        ) or any(self._waiting.values())
+        ) or any(name != loading for name in self._waiting)
 
     def used(self) -> int:
         return sum(self.holding(name) for name in self.registry.models)
