@@ -8,6 +8,7 @@ validation has already checked that each tensor has one producer).
 
 from __future__ import annotations
 
+import asyncio
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -61,6 +62,12 @@ class EnsembleGraph:
                 self.producer[tensor] = s
         self.outputs = [o.name for o in config.output]
         self._needed: dict[frozenset[str], frozenset[int]] = {}
+        #: ``max_inflight_requests``: step requests each step may have in flight, for all
+        #: of the ensemble's requests together (0: no limit), as Triton limits them
+        self.max_inflight = config.ensemble_scheduling.max_inflight_requests
+        self.slots = [
+            asyncio.Semaphore(self.max_inflight) if self.max_inflight else None for _ in self.steps
+        ]
 
     def composing(self) -> list[tuple[str, int | None]]:
         """(model, version) of every step, once each, in step order."""

@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import itertools
+import logging
 from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import Internal, NaiadError
@@ -39,6 +40,11 @@ if TYPE_CHECKING:
     from naiad.scheduling.ensemble_graph import EnsembleGraph, Step
 
 Path = tuple[tuple[int, int], ...]
+
+log = logging.getLogger("naiad")
+
+#: How long a step waits for a slot under ``max_inflight_requests`` (Triton's 300 s).
+SLOT_WAIT_S = 300
 
 
 class Value:
@@ -90,7 +96,8 @@ class EnsembleRun:
         sink = self.request.response_sink
         assert sink is not None
         for tensor in self.request.inputs:
-            self._add(tensor.name, Value(tensor.datatype, tuple(tensor.shape), tensor.data, ()))
+            value = Value(tensor.datatype, tuple(tensor.shape), tensor.data, ())
+            await self._add(tensor.name, value)
         while self.tasks:
             await asyncio.wait(set(self.tasks))
         if self.error is not None:
@@ -113,20 +120,20 @@ class EnsembleRun:
 
     # -- tensors and steps ---------------------------------------------------------
 
-    def _add(self, name: str, value: Value) -> None:
+    async def _add(self, name: str, value: Value) -> None:
         self.values.setdefault(name, []).append(value)
         if self.error is not None:
             return
         for step in self.graph.consumers.get(name, ()):
             if step.index in self.needed:
-                self._fire(step, name, value)
+                await self._fire(step, name, value)
         if self.decoupled and name in self.wanted:
             self._stream(name, value)
 
     def _candidates(self, names: list[str], name: str, value: Value) -> list[list[Value]]:
         return [[value] if n == name else self.values.get(n, []) for n in names]
 
-    def _fire(self, step: Step, name: str, value: Value) -> None:
+    async def _fire(self, step: Step, name: str, value: Value) -> None:
         names = [tensor for _, tensor in step.inputs]
         for combo in itertools.product(*self._candidates(names, name, value)):
             path = _line(combo)
@@ -136,11 +143,44 @@ class EnsembleRun:
             if key in self.fired:
                 continue
             self.fired.add(key)
-            task = asyncio.get_running_loop().create_task(self._step(step, combo, path))
+            slot = self.graph.slots[step.index]
+            if slot is not None:
+                # The step's share of max_inflight_requests, before the request goes: the
+                # producer (the request, or the upstream step's stream) waits meanwhile.
+                slot = await self._acquire(slot, step)
+                if self.error is not None:
+                    if slot is not None:
+                        slot.release()
+                    return
+            task = asyncio.get_running_loop().create_task(self._step(step, combo, path, slot))
             self.tasks.add(task)
             task.add_done_callback(self.tasks.discard)
 
-    async def _step(self, step: Step, combo: tuple[Value, ...], path: Path) -> None:
+    async def _acquire(self, slot: asyncio.Semaphore, step: Step) -> asyncio.Semaphore | None:
+        """Triton's wait for a step's slot: past :data:`SLOT_WAIT_S`, the step goes without
+        one (a graph whose steps wait on each other would otherwise never finish), and
+        says so; None then."""
+        try:
+            await asyncio.wait_for(slot.acquire(), SLOT_WAIT_S)
+        except asyncio.TimeoutError:  # not yet TimeoutError itself on Python 3.10
+            log.error(
+                "ensemble '%s' could not schedule %s within %d s (max_inflight_requests %d "
+                "reached); going on to avoid a deadlock",
+                self.graph.name, step.describe(), SLOT_WAIT_S, self.graph.max_inflight,
+            )  # fmt: skip
+            return None
+        return slot
+
+    async def _step(
+        self, step: Step, combo: tuple[Value, ...], path: Path, slot: asyncio.Semaphore | None
+    ) -> None:
+        try:
+            await self._send(step, combo, path)
+        finally:
+            if slot is not None:
+                slot.release()
+
+    async def _send(self, step: Step, combo: tuple[Value, ...], path: Path) -> None:
         parent = self.request
         inputs = [
             InferInput(model_input, v.datatype, v.shape, v.data)
@@ -170,7 +210,7 @@ class EnsembleRun:
                     if response.outputs:
                         flow = path + ((step.index, index),) if step.decoupled else path
                         index += 1
-                        self._produced(step, response.outputs, flow)
+                        await self._produced(step, response.outputs, flow)
         except NaiadError as exc:
             self._fail(step, exc)
         except asyncio.CancelledError:
@@ -178,11 +218,11 @@ class EnsembleRun:
         except Exception as exc:  # a bug must fail this request, not the server
             self._fail(step, Internal(f"{type(exc).__name__}: {exc}"))
 
-    def _produced(self, step: Step, outputs: list[OutputTensor], flow: Path) -> None:
+    async def _produced(self, step: Step, outputs: list[OutputTensor], flow: Path) -> None:
         for output in outputs:
             tensor = step.outputs.get(output.name)
             if tensor is not None and output.data is not None:
-                self._add(tensor, Value(output.datatype, output.shape, output.data, flow))
+                await self._add(tensor, Value(output.datatype, output.shape, output.data, flow))
 
     def _fail(self, step: Step, error: NaiadError) -> None:
         if self.error is not None:
