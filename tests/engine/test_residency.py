@@ -321,3 +321,20 @@ def test_a_model_bigger_than_the_budget_loads_alone_without_waiting_for_room(
         waited = metric(served.metrics_port, "naiad_model_load_wait_duration_us")
         assert max(waited.values()) < 10_000_000
         assert "over the memory budget" in served.output()
+
+
+def test_two_loads_racing_for_the_last_memory_take_turns(tmp_path: Path) -> None:
+    for name, k in [("first", 0), ("b", 1), ("c", 2)]:
+        python_model(tmp_path, name, k, load_s=0.3 if name != "first" else 0)
+    budget = SIZE + SIZE // 2  # one model
+    with naiad_serve(tmp_path, "--model-memory-budget", str(budget)) as served:
+        infer_http(served.http_port, "first")  # measured: later loads know what to expect
+        with Watch(served) as watch, ThreadPoolExecutor(2) as pool:
+            b = pool.submit(infer_http, served.http_port, "b")
+            c = pool.submit(infer_grpc, served.grpc_port, "c")
+            np.testing.assert_array_equal(b.result(), X + 1)
+            np.testing.assert_array_equal(c.result(), X + 2)
+        assert watch.most_bytes <= budget
+        assert watch.most_loaded <= 1
+        loads = metric(served.metrics_port, "naiad_model_load_count")
+        assert loads == {'model="first"': 1, 'model="b"': 1, 'model="c"': 1}

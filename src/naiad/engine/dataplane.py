@@ -42,6 +42,7 @@ from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
 from naiad.engine.residency import residency_from_options
 from naiad.engine.residency_metrics import ResidencyMetrics
+from naiad.engine.shadow import SETTLE_S
 from naiad.engine.shadow_metrics import ShadowMetrics
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs
@@ -275,15 +276,28 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         if candidate is not None:
             busy = mv.scheduler is not None and mv.scheduler.in_flight > 0
             if candidate.wants(request, mv.version, busy):
-                self._shadow(candidate, request, response)
+                candidate.running = True  # taken: others due meanwhile are skipped
+                loop.call_later(
+                    SETTLE_S, self._shadow, candidate, mv, request, response,
+                    time.monotonic_ns() - request.arrival_ns,
+                )  # fmt: skip
         return response
 
     def _shadow(
-        self, candidate: Shadow, request: InferenceRequest, served: InferenceResponse
+        self,
+        candidate: Shadow,
+        mv: ModelVersion,
+        request: InferenceRequest,
+        served: InferenceResponse,
+        served_ns: int,
     ) -> None:
-        """Run ``request`` again on ``candidate`` once its client has its answer, and record
-        how the two compare (engine/shadow.py)."""
-        served_ns = time.monotonic_ns() - request.arrival_ns
+        """Run ``request`` again on ``candidate`` if ``mv`` stayed idle since the answer, and
+        record how the two compare (engine/shadow.py)."""
+        scheduler = mv.scheduler
+        if self.stopping or mv.stats.pending or (scheduler is not None and scheduler.in_flight):
+            candidate.running = False
+            candidate.stats.skipped += 1  # the clients came back: their time, not the shadow's
+            return
         copy = candidate.copy(request)
 
         async def run() -> None:
@@ -296,7 +310,6 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
                 candidate.running = False
             candidate.record(served, served_ns, answer, time.monotonic_ns() - start)
 
-        candidate.running = True
         task = asyncio.get_running_loop().create_task(run())
         self._shadows.add(task)
         task.add_done_callback(self._shadows.discard)

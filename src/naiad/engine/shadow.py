@@ -12,11 +12,13 @@ its latest version without one).  Every fourth request then runs again on
 the candidate (the share is kept exactly, not drawn by chance), after its
 own answer has been handed to its client: the client waits for nothing and
 gets the served version's answer whatever the candidate does.  A shadow
-request only goes while the model is otherwise idle (none of its requests
-queued or running) and the candidate's last one has ended; one that falls
-due otherwise is skipped and counted.  A busy model thus spends its time on
-its clients, and their latency does not grow with the share; a quiet one
-skips nothing.  Per shadow
+request only goes when the model is still idle :data:`SETTLE_S` after that
+answer (none of its requests queued or running; a batch's answers leave it
+idle for an instant, before its clients send again) and the candidate's
+last one has ended; one that falls due otherwise is skipped and counted.
+The shadow thus runs in the model's idle time: a busy model spends its time
+on its clients, whose latency does not grow with the share (the skipped
+count grows instead), and a quiet one skips nothing.  Per shadow
 the server records how many requests went to both, how many failed on the
 candidate, both sides' latency, how far the candidate's outputs drift from
 the served ones (largest absolute and relative difference) and, for outputs
@@ -47,6 +49,9 @@ if TYPE_CHECKING:
 MODEL = "naiad.shadow_model"
 VERSION = "naiad.shadow_version"
 FRACTION = "naiad.shadow_fraction"
+
+#: How long a model must stay idle after an answer before its shadow request goes.
+SETTLE_S = 0.001
 
 #: ``InferenceRequest.context`` of a shadow's copy: a copy is never shadowed again.
 COPY = object()
