@@ -185,17 +185,17 @@ def test_one_warning_per_flag_given_naming_it_and_why() -> None:
 
 def test_a_switch_warns_only_when_it_would_change_something_in_triton() -> None:
     assert _warned("--allow-sagemaker=false", "--allow-vertex-ai=false",
-                   "--enable-peer-access=true", "--model-namespacing=false") == []  # fmt: skip
+                   "--enable-peer-access=true") == []  # fmt: skip
     assert [w.split()[0] for w in _warned("--allow-sagemaker", "--enable-peer-access=false")] == [
         "--enable-peer-access",
         "--allow-sagemaker",
     ]
 
 
-def test_model_namespacing_says_it_is_not_supported_yet_and_what_happens() -> None:
-    (warning,) = _warned("--model-namespacing=true")
-    assert warning.startswith("--model-namespacing has no effect in naiad: not supported yet")
-    assert "more than one repository is still refused" in warning
+def test_model_namespacing_is_an_option_now_with_no_warning() -> None:
+    assert _warned("--model-namespacing=true") == []
+    args = serve_parser().parse_args(["--model-namespacing=true"])
+    assert options_from_args(args).model_namespacing
 
 
 def test_the_flags_given_reach_the_server_options() -> None:

@@ -36,6 +36,7 @@ from naiad.engine.ensembles import (
 from naiad.engine.registry import ModelEntry, ModelRegistry, ModelVersion
 from naiad.engine.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
+from naiad.repository.sources import namespaced
 from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 
@@ -155,6 +156,7 @@ class ModelLoader:
         backend_name = config.backend
         if config.platform == "ensemble":
             backend = None
+            self._resolve_steps(config, source.namespace)
         else:
             backend = self.backends.get(backend_name)
             if not self.options.disable_auto_complete_config and first is not None:
@@ -166,6 +168,17 @@ class ModelLoader:
             default_cpu_count=backend.default_cpu_instance_count() if backend else 1,
         )
         return PreparedConfig(config, source.path, path, text, backend)
+
+    def _resolve_steps(self, config: ModelConfig, namespace: str) -> None:
+        """With ``--model-namespacing``, a step names the model of the ensemble's own
+        repository where its name is found in several (Triton sets ``model_namespace``)."""
+        if not namespace:
+            return
+        for step in config.ensemble_scheduling.step:
+            if not step.model_namespace and namespaced(step.model_name, namespace) in (
+                self.registry.models
+            ):
+                step.model_namespace = namespace
 
     def config_problems(self, prepared: PreparedConfig) -> list[NaiadError]:
         """Every rule a completed config breaks (Triton's, then its backend's)."""

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 from collections.abc import Mapping
 from pathlib import Path
@@ -31,6 +32,7 @@ from naiad.repository.fingerprint import ModelFingerprint
 from naiad.repository.local import ModelSource
 from naiad.repository.overrides import remove_tree, write_model_files
 from naiad.repository.poll import PollPlan, plan_poll
+from naiad.repository.sources import namespaced
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -74,7 +76,7 @@ class ModelControl:
         """
         locations = tuple(self.options.model_repositories)
         self.repositories = await asyncio.to_thread(Repositories, locations)
-        self.catalog = catalog = await asyncio.to_thread(self.repositories.scan)
+        self.catalog = catalog = await self._scan()
         for location in catalog.missing:
             log.error("model repository path does not exist: %s", location)
         for name, paths in catalog.duplicates.items():
@@ -137,6 +139,10 @@ class ModelControl:
             )
         if override is not None:
             cfg.check_override(override)
+        if name in self.catalog.ambiguous:  # Triton: a load by name loads it everywhere
+            for key in self.catalog.ambiguous[name]:
+                await self.load(key, override, files, dependency=dependency, chain=chain)
+            return
         async with self._lock(name):
             if files:
                 model_dir = await asyncio.to_thread(write_model_files, name, files)
@@ -158,11 +164,15 @@ class ModelControl:
                     if override
                     else fingerprint.unchanged_versions(previous) & self._ready_versions(name)
                 )
-                source = await asyncio.to_thread(repo.fetch, name)
+                source = await asyncio.to_thread(repo.fetch, self.catalog.folder(name))
+                namespace = repo.location if self.options.model_namespacing else ""
+                source = dataclasses.replace(source, name=name, namespace=namespace)
                 self._origins[name] = repo
             config, unreadable = await self._read_config(source, override)
             if config is not None and config.platform == cfg.ENSEMBLE_PLATFORM:
-                failed = await self._load_dependencies(name, config, (*chain, name))
+                failed = await self._load_dependencies(
+                    name, config, (*chain, name), source.namespace
+                )
                 if failed:
                     raise self._fail(name, source, not_available(name, failed))
             entry = await self.loader.load(source, override, keep=keep)
@@ -180,9 +190,23 @@ class ModelControl:
         if error is not None:
             raise error
 
+    async def _scan(self) -> Catalog:
+        """Scan the repositories; the registry learns which plain names are ambiguous."""
+        catalog = await asyncio.to_thread(self.repositories.scan, self.options.model_namespacing)
+        self.registry.ambiguous = frozenset(catalog.ambiguous)
+        return catalog
+
+    def _step_model(self, model: str, namespace: str) -> str:
+        """An ensemble step's model, in the ensemble's namespace when it has one there."""
+        if namespace:
+            key = namespaced(model, namespace)
+            if key in self.catalog.models:
+                return key
+        return model
+
     async def _locate(self, name: str) -> tuple[Repository, ModelFingerprint]:
         """The repository holding ``name`` now, and the model's fingerprint there."""
-        self.catalog = catalog = await asyncio.to_thread(self.repositories.scan)
+        self.catalog = catalog = await self._scan()
         if name in catalog.duplicates:
             raise Internal(
                 f"failed to load '{name}', model appears in multiple repositories: "
@@ -191,7 +215,7 @@ class ModelControl:
         repo = catalog.models.get(name)
         if repo is None:
             raise Internal(f"failed to load '{name}', failed to poll from model repository")
-        return repo, await asyncio.to_thread(repo.fingerprint, name)
+        return repo, await asyncio.to_thread(repo.fingerprint, catalog.folder(name))
 
     def _ready_versions(self, name: str) -> frozenset[int]:
         entry = self.registry.models.get(name)
@@ -228,13 +252,14 @@ class ModelControl:
         return config, False
 
     async def _load_dependencies(
-        self, name: str, config: ModelConfig, chain: tuple[str, ...]
+        self, name: str, config: ModelConfig, chain: tuple[str, ...], namespace: str
     ) -> list[str]:
         """Load the composing models of an ensemble that are not loaded yet.
 
         Returns the ones that failed (each logged with its own reason).
         """
-        needed = list(dict.fromkeys(s.model_name for s in config.ensemble_scheduling.step))
+        steps = config.ensemble_scheduling.step
+        needed = list(dict.fromkeys(self._step_model(s.model_name, namespace) for s in steps))
         self.record_dependencies(name, needed)
         failed = []
         for dep in needed:
@@ -265,6 +290,10 @@ class ModelControl:
 
     async def unload(self, name: str, unload_dependents: bool = False) -> None:
         """Drain and unload every version (a model that is not loaded is fine)."""
+        if name in self.catalog.ambiguous:
+            for key in self.catalog.ambiguous[name]:
+                await self.unload(key, unload_dependents)
+            return
         async with self._lock(name):
             await self.loader.unload(name)
             self._requested.discard(name)
@@ -307,7 +336,7 @@ class ModelControl:
                 await asyncio.to_thread(remove_tree, root)
         origin = self._origins.get(name)
         if origin is not None:
-            await asyncio.to_thread(origin.release, name, in_use)
+            await asyncio.to_thread(origin.release, self.catalog.folder(name), in_use)
 
     def _lock(self, name: str) -> asyncio.Lock:
         lock = self._locks.get(name)
@@ -319,7 +348,7 @@ class ModelControl:
 
     async def index(self, ready: bool = False) -> list[ModelIndex]:
         """The repository index: models on disk or known to the server, with states."""
-        fresh = await asyncio.to_thread(self.repositories.scan)
+        fresh = await self._scan()
         return index_rows(fresh, self.registry, ready)
 
     # -- polling -------------------------------------------------------------------
@@ -336,7 +365,7 @@ class ModelControl:
     async def poll(self) -> PollPlan:
         """Look at the repositories once and apply what changed."""
         async with self._poll_lock:
-            catalog = await asyncio.to_thread(self.repositories.scan)
+            catalog = await self._scan()
             found = await asyncio.to_thread(self._fingerprints, catalog)
             plan = plan_poll(self._known, found)
             self.catalog = catalog
@@ -350,7 +379,7 @@ class ModelControl:
         found: dict[str, ModelFingerprint] = {}
         for name, repo in catalog.models.items():
             try:
-                found[name] = repo.fingerprint(name)
+                found[name] = repo.fingerprint(catalog.folder(name))
             except (OSError, NaiadError) as exc:
                 log.warning("cannot look at model '%s' (%s); keeping it as it is", name, exc)
                 if name in self._known:

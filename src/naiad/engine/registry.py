@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any
 
-from naiad.core.errors import NotFound, Unavailable
+from naiad.core.errors import InvalidArgument, NaiadError, NotFound, Unavailable
 from naiad.core.model_state import ModelState as ModelState  # re-exported for dataplane
 from naiad.core.stats import ModelStats
 
@@ -96,6 +96,9 @@ class ModelEntry:
 class ModelRegistry:
     def __init__(self) -> None:
         self.models: dict[str, ModelEntry] = {}
+        #: plain names found in several repositories under ``--model-namespacing``: each
+        #: one's models are known by their namespaced names only
+        self.ambiguous: frozenset[str] = frozenset()
 
     def entry(self, name: str) -> ModelEntry | None:
         return self.models.get(name)
@@ -110,7 +113,7 @@ class ModelRegistry:
         """
         entry = self.models.get(name)
         if entry is None:
-            raise NotFound(f"Request for unknown model: '{name}' is not found")
+            raise self._unknown(name)
         if version is None and parameters is not None and entry.split is not None:
             version = entry.split.choose([v.version for v in entry.ready_versions()], parameters)
         if version is None:
@@ -129,6 +132,14 @@ class ModelRegistry:
                 f"Request for unknown model: '{name}' version {version} is not at ready state"
             )
         return found
+
+    def _unknown(self, name: str) -> NaiadError:
+        if name in self.ambiguous:  # Triton's words; naiad also takes <repository>/<name>
+            return InvalidArgument(
+                f"There are multiple identifiers of model '{name}' in global map, model "
+                "namespace must be provided to resolve ambiguity."
+            )
+        return NotFound(f"Request for unknown model: '{name}' is not found")
 
     def find(self, name: str, version: int | None = None) -> ModelVersion:
         """Like :meth:`get` but also returns versions that are not READY."""

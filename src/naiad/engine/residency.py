@@ -40,7 +40,6 @@ import logging
 import os
 import time
 from collections import Counter
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -49,13 +48,14 @@ from naiad import config as cfg
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.model_state import ModelState
 from naiad.engine import memory
-from naiad.repository.base import LocalRepository, Repository
+from naiad.repository.base import LocalRepository
 from naiad.repository.fingerprint import ModelFingerprint
 
 if TYPE_CHECKING:
     from naiad.engine.model_control import ModelControl
     from naiad.engine.registry import ModelEntry, ModelRegistry, ModelVersion
     from naiad.options.declarations import ServerOptions
+    from naiad.repository import Catalog
 
 log = logging.getLogger("naiad")
 
@@ -139,7 +139,7 @@ class Residency:
         self.budget = self.whole_budget // max(1, workers)
         memory.map_large_blocks()  # an unload must free what the budget counts
         catalog = self.control.catalog
-        self.config_pinned = await asyncio.to_thread(self._read_pins, catalog.models)
+        self.config_pinned = await asyncio.to_thread(self._read_pins, catalog)
         pinned = sorted((self.flag_pinned | self.config_pinned) - set(catalog.duplicates))
         for name in pinned:
             if name not in catalog.models:
@@ -159,14 +159,14 @@ class Residency:
             with contextlib.suppress(BaseException):
                 await task
 
-    def _read_pins(self, models: Mapping[str, Repository]) -> set[str]:
+    def _read_pins(self, catalog: Catalog) -> set[str]:
         """The local models whose config sets naiad.pinned (remote ones: ``--model-pin``)."""
         found = set()
-        for name, repo in models.items():
+        for name, repo in catalog.models.items():
             if not isinstance(repo, LocalRepository):
                 continue
             try:
-                config = cfg.read_model_config(repo.path / name, self._config_name)
+                config = cfg.read_model_config(repo.path / catalog.folder(name), self._config_name)
             except (NaiadError, OSError):
                 continue  # the load will say what is wrong with it
             if config is not None and _pinned_in(config):
@@ -228,7 +228,8 @@ class Residency:
         if repo is None or fingerprint is None:
             return True
         try:
-            return await asyncio.to_thread(repo.fingerprint, name) == fingerprint
+            folder = self.control.catalog.folder(name)
+            return await asyncio.to_thread(repo.fingerprint, folder) == fingerprint
         except (OSError, NaiadError):
             return True
 
@@ -271,7 +272,7 @@ class Residency:
         if not isinstance(repo, LocalRepository):
             return 0
         total = 0
-        for root, _, files in os.walk(repo.path / name):
+        for root, _, files in os.walk(repo.path / self.control.catalog.folder(name)):
             for file in files:
                 with contextlib.suppress(OSError):
                     total += (Path(root) / file).stat().st_size

@@ -101,6 +101,11 @@ class ServerOptions:
         older=(Older("--strict-model-config", "deprecated: same as --disable-auto-complete-config",
                      kind=bool),),
     )  # fmt: skip
+    model_namespacing: bool = option(
+        False, "--model-namespacing", MODELS,
+        "serve a model name found in several repositories once per repository; an "
+        "ensemble's steps resolve in its own repository (docs/differences.md)",
+    )  # fmt: skip
     # Residency (docs/residency.md): models loaded on demand, unloaded when idle or to fit.
     model_memory_budget: int = option(
         0, "--model-memory-budget", MODELS,

@@ -90,11 +90,6 @@ _ONE_LOOP = "naiad's {} frontend is one event loop per process; use --workers N 
 #: option of naiad's, in the order of Triton's help.
 WITHOUT_EFFECT: tuple[WithoutEffect, ...] = (
     WithoutEffect(
-        "--model-namespacing", bool, default=False,
-        why="not supported yet: a model name found in more than one repository is still "
-        "refused (that model is not served), as without the flag",
-    ),
-    WithoutEffect(
         "--enable-peer-access", bool, default=True,
         why="naiad does not set up GPU peer access; the backend frameworks decide it",
     ),

@@ -21,6 +21,9 @@ class ModelSource:
     name: str
     path: Path
     repository: Path
+    #: with ``--model-namespacing``: the repository's location, where an ensemble's
+    #: steps are looked for first ("" without namespacing)
+    namespace: str = ""
 
     def versions(self) -> list[int]:
         """Numeric version sub-folders, ascending; other names are ignored as in Triton."""

@@ -18,11 +18,30 @@ _FOLDED_URL = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]+):/(?!/)")
 
 @dataclass
 class Catalog:
-    """Model names across all repositories; a name found in several is a duplicate."""
+    """Model names across all repositories; a name found in several is a duplicate.
+
+    With namespacing (``--model-namespacing``), a name found in several
+    repositories is no duplicate: each repository's model is known by its
+    namespaced name (:func:`namespaced`), and the plain name is ambiguous.
+    """
 
     models: dict[str, Repository] = field(default_factory=dict)
     duplicates: dict[str, list[str]] = field(default_factory=dict)
     missing: list[str] = field(default_factory=list)
+    #: namespaced name -> the model's folder name in its repository
+    folders: dict[str, str] = field(default_factory=dict)
+    #: a plain name found in several repositories -> its namespaced names
+    ambiguous: dict[str, list[str]] = field(default_factory=dict)
+
+    def folder(self, name: str) -> str:
+        """The folder of model ``name`` (namespaced or not) in its repository."""
+        return self.folders.get(name, name)
+
+
+def namespaced(name: str, location: str) -> str:
+    """A model's name in its repository's namespace: ``<repository>/<name>`` (a model's
+    folder name never holds a ``/``, so it cannot clash with a plain name)."""
+    return f"{location.rstrip('/')}/{name}"
 
 
 def is_url(location: str | Path) -> bool:
@@ -58,7 +77,7 @@ class Repositories:
             self._cache = Path(tempfile.mkdtemp(prefix="naiad-repository-cache-"))
         return FsspecRepository(text, self._cache / str(len(self.repositories)))
 
-    def scan(self) -> Catalog:
+    def scan(self, namespacing: bool = False) -> Catalog:
         """List every repository (blocking: call it off the event loop)."""
         catalog = Catalog()
         seen: dict[str, list[Repository]] = {}
@@ -69,10 +88,15 @@ class Repositories:
             for name in repo.model_names():
                 seen.setdefault(name, []).append(repo)
         for name, repos in sorted(seen.items()):
-            if len(repos) > 1:
-                catalog.duplicates[name] = [f"{r.location.rstrip('/')}/{name}" for r in repos]
-            else:
+            if len(repos) == 1:
                 catalog.models[name] = repos[0]
+            elif namespacing:
+                keys = catalog.ambiguous[name] = [namespaced(name, r.location) for r in repos]
+                for key, repo in zip(keys, repos, strict=True):
+                    catalog.models[key] = repo
+                    catalog.folders[key] = name
+            else:
+                catalog.duplicates[name] = [namespaced(name, r.location) for r in repos]
         return catalog
 
     def close(self) -> None:

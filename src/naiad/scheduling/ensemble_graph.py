@@ -11,6 +11,8 @@ from __future__ import annotations
 import asyncio
 from typing import TYPE_CHECKING
 
+from naiad.repository.sources import namespaced
+
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
 
@@ -52,7 +54,10 @@ class EnsembleGraph:
             # -1 means the latest; so does 0 (the field left out; no version is 0).
             version = step.model_version if step.model_version > 0 else None
             inputs = sorted(step.input_map.items())
-            s = Step(k, step.model_name, version, inputs, dict(step.output_map))
+            model = step.model_name
+            if step.model_namespace:  # set at load with --model-namespacing
+                model = namespaced(model, step.model_namespace)
+            s = Step(k, model, version, inputs, dict(step.output_map))
             self.steps.append(s)
             for _, tensor in inputs:
                 consumers = self.consumers.setdefault(tensor, [])
