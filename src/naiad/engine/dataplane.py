@@ -42,7 +42,7 @@ from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
 from naiad.engine.residency import residency_from_options
 from naiad.engine.residency_metrics import ResidencyMetrics
-from naiad.engine.shadow import SETTLE_S
+from naiad.engine.shadow import SETTLE_S, SHADOW_TRIES
 from naiad.engine.shadow_metrics import ShadowMetrics
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs
@@ -279,7 +279,7 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
                 candidate.running = True  # taken: others due meanwhile are skipped
                 loop.call_later(
                     SETTLE_S, self._shadow, candidate, mv, request, response,
-                    time.monotonic_ns() - request.arrival_ns,
+                    time.monotonic_ns() - request.arrival_ns, _answered(mv),
                 )  # fmt: skip
         return response
 
@@ -290,13 +290,29 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         request: InferenceRequest,
         served: InferenceResponse,
         served_ns: int,
+        answered: int,
+        tries: int = 1,
     ) -> None:
-        """Run ``request`` again on ``candidate`` if ``mv`` stayed idle since the answer, and
-        record how the two compare (engine/shadow.py)."""
+        """Run ``request`` again on ``candidate`` once ``mv`` has stayed idle for SETTLE_S (no
+        request came, none is queued or running), and record how the two compare
+        (engine/shadow.py).  While clients keep it busy, it looks again later, up to
+        SHADOW_TRIES times; then the request is skipped."""
         scheduler = mv.scheduler
-        if self.stopping or mv.stats.pending or (scheduler is not None and scheduler.in_flight):
-            candidate.running = False
-            candidate.stats.skipped += 1  # the clients came back: their time, not the shadow's
+        if (
+            mv.stats.pending
+            or (scheduler is not None and scheduler.in_flight)
+            or _answered(mv) != answered
+            or self.stopping
+        ):
+            if tries >= SHADOW_TRIES or self.stopping:
+                candidate.running = False
+                candidate.stats.skipped += 1  # clients kept the model busy: their time
+                return
+            loop = self.event_loop or asyncio.get_running_loop()
+            loop.call_later(
+                SETTLE_S, self._shadow, candidate, mv, request, served, served_ns,
+                _answered(mv), tries + 1,
+            )  # fmt: skip
             return
         copy = candidate.copy(request)
 
@@ -422,6 +438,11 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         if changes is not None:
             await self.change(UpdateTraceSettings(model, dict(changes)))
         return self.trace_settings.snapshot(model)
+
+
+def _answered(mv: ModelVersion) -> int:
+    """Requests ``mv`` has answered so far: a change says one came and went."""
+    return mv.stats.success.count + mv.stats.fail.count
 
 
 def _resolver(future: asyncio.Future[InferenceResponse]) -> Deliver:

@@ -12,13 +12,15 @@ its latest version without one).  Every fourth request then runs again on
 the candidate (the share is kept exactly, not drawn by chance), after its
 own answer has been handed to its client: the client waits for nothing and
 gets the served version's answer whatever the candidate does.  A shadow
-request only goes when the model is still idle :data:`SETTLE_S` after that
-answer (none of its requests queued or running; a batch's answers leave it
-idle for an instant, before its clients send again) and the candidate's
-last one has ended; one that falls due otherwise is skipped and counted.
-The shadow thus runs in the model's idle time: a busy model spends its time
-on its clients, whose latency does not grow with the share (the skipped
-count grows instead), and a quiet one skips nothing.  Per shadow
+request goes once the model has stayed idle for :data:`SETTLE_S` (no
+request of it came meanwhile, none is queued or running: a batch's answers
+leave a busy model idle for an instant, before its clients send again),
+looking again while it is not, for about a second; one shadow request waits
+so at a time, and the requests that fall due meanwhile (or that waited in
+vain) are skipped and counted.  The shadow thus runs in the model's idle
+time: a busy model spends its time on its clients, whose latency does not
+grow with the share (the skipped count grows instead), and a quiet one
+skips nothing.  Per shadow
 the server records how many requests went to both, how many failed on the
 candidate, both sides' latency, how far the candidate's outputs drift from
 the served ones (largest absolute and relative difference) and, for outputs
@@ -50,8 +52,10 @@ MODEL = "naiad.shadow_model"
 VERSION = "naiad.shadow_version"
 FRACTION = "naiad.shadow_fraction"
 
-#: How long a model must stay idle after an answer before its shadow request goes.
+#: How long a model must stay idle after an answer before its shadow request goes, and
+#: how many such waits a due shadow request gets (about a second) before it is skipped.
 SETTLE_S = 0.001
+SHADOW_TRIES = 1000
 
 #: ``InferenceRequest.context`` of a shadow's copy: a copy is never shadowed again.
 COPY = object()
