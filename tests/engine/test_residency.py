@@ -13,6 +13,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+import tritonclient.grpc as grpcclient
 import tritonclient.http as httpclient
 from engine.residency_models import (
     PINNED,
@@ -260,7 +261,10 @@ def test_idle_models_are_unloaded_and_come_back(tmp_path: Path) -> None:
         client = httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
         (row,) = client.get_model_repository_index()
         assert row["reason"] == "unloaded: idle for 0.5 s"
-        assert client.get_model_metadata("idle")["inputs"][0]["name"] == "INPUT0"  # loads it
+        # Metadata and config are answered from what is known: no load for them.
+        assert client.get_model_metadata("idle")["inputs"][0]["name"] == "INPUT0"
+        assert client.get_model_config("idle")["input"][0]["name"] == "INPUT0"
+        assert states(served.http_port)["idle"] == "unloaded"
         client.close()
         np.testing.assert_array_equal(infer_grpc(served.grpc_port, "idle"), X + 4)
         evictions = metric(served.metrics_port, "naiad_model_eviction_count")
@@ -338,3 +342,27 @@ def test_two_loads_racing_for_the_last_memory_take_turns(tmp_path: Path) -> None
         assert watch.most_loaded <= 1
         loads = metric(served.metrics_port, "naiad_model_load_count")
         assert loads == {'model="first"': 1, 'model="b"': 1, 'model="c"': 1}
+
+
+def test_metadata_and_config_of_a_model_never_loaded_need_no_load(tmp_path: Path) -> None:
+    python_model(tmp_path, "cold", 7)
+    (tmp_path / "broken").mkdir()
+    (tmp_path / "broken" / "config.pbtxt").write_text("this is not a config")
+    with naiad_serve(tmp_path, "--model-memory-budget", "1GiB") as served:
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
+        try:
+            metadata = client.get_model_metadata("cold")
+            assert (metadata["versions"], metadata["inputs"][0]["shape"]) == (["1"], [4])
+            assert client.get_model_config("cold")["backend"] == "python"
+            assert not client.is_model_ready("cold")
+            assert states(served.http_port)["cold"] == "not loaded"
+            with pytest.raises(InferenceServerException, match="broken"):
+                client.get_model_metadata("broken")  # its config's own error
+            # gRPC asks the same, then a request loads it.
+            grpc = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc_port}")
+            assert grpc.get_model_metadata("cold").inputs[0].name == "INPUT0"
+            grpc.close()
+            np.testing.assert_array_equal(infer_grpc(served.grpc_port, "cold"), X + 7)
+            assert metric(served.metrics_port, "naiad_model_load_count") == {'model="cold"': 1}
+        finally:
+            client.close()

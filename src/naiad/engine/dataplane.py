@@ -188,9 +188,8 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
     def raw_binary_request(self, name: str, version: str, data: Buffer) -> InferenceRequest:
         """A request whose only content is ``data``, the single input's (shape deduced)."""
         v = parse_version(version)
-        mv = self.registry.get(name, v)
-        assert mv.signature is not None
-        return InferenceRequest(name, [raw_input(name, mv.signature, data)], model_version=v)
+        signature = self.signature(name, v)
+        return InferenceRequest(name, [raw_input(name, signature, data)], model_version=v)
 
     def _admit(self, request: InferenceRequest, validated: bool = False) -> ModelVersion:
         """The version that runs ``request``, validated unless another worker did."""
@@ -223,10 +222,10 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         return mv
 
     async def resident(self, name: str) -> None:
-        """Load ``name`` if residency manages it and it is not loaded (metadata and config
-        questions about a model the repository holds are answered, as infer is)."""
+        """Before a metadata or config question: with residency, know a model that is not
+        loaded from its config (read, not loaded), so the answer needs no load."""
         if self.residency is not None and not self.stopping and self.residency.manages(name):
-            await self.residency.wait(name)
+            await self.residency.describe(name)
 
     async def infer(
         self,

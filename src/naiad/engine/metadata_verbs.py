@@ -9,14 +9,15 @@ from collections.abc import Iterable
 from typing import TYPE_CHECKING
 
 from naiad._version import TRITON_VERSION
-from naiad.core.errors import NotFound
+from naiad.core.errors import NotFound, Unavailable
 from naiad.core.versions import parse_version
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-    from naiad.core.signature import TensorSpec
+    from naiad.core.signature import Signature, TensorSpec
     from naiad.engine.registry import ModelRegistry
+    from naiad.engine.residency import Described, Residency
     from naiad.options.declarations import ServerOptions
 
 #: The protocol extensions the server metadata names (Triton's words).
@@ -42,6 +43,7 @@ class MetadataVerbs:
 
     options: ServerOptions
     registry: ModelRegistry
+    residency: Residency | None
 
     def server_metadata(self) -> ServerMetadata:
         return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
@@ -70,16 +72,21 @@ class MetadataVerbs:
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
         v = parse_version(version)
-        mv = self.registry.get(name, v)
+        try:
+            mv = self.registry.get(name, v)
+        except (NotFound, Unavailable):
+            described = self._described(name, v)
+            if described is None:
+                raise
+            known = described.signature
+            versions = tuple(str(x) for x in described.versions) if v is None else (str(v),)
+            return ModelMetadata(name, versions, known.platform, *_tensors(known))
         sig = mv.signature
         assert sig is not None
         tensors: tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]] | None
         tensors = mv.extra.get("metadata")
         if tensors is None:
-            tensors = mv.extra["metadata"] = (
-                _tensor_metadata(sig.inputs.values(), sig.max_batch_size),
-                _tensor_metadata(sig.outputs.values(), sig.max_batch_size),
-            )
+            tensors = mv.extra["metadata"] = _tensors(sig)
         if v is None:
             versions = tuple(str(x.version) for x in self.registry.models[name].ready_versions())
         else:
@@ -87,9 +94,43 @@ class MetadataVerbs:
         return ModelMetadata(name, versions, sig.platform, *tensors)
 
     def model_config(self, name: str, version: str = "") -> ModelConfig:
-        mv = self.registry.get(name, parse_version(version))
+        v = parse_version(version)
+        try:
+            mv = self.registry.get(name, v)
+        except (NotFound, Unavailable):
+            described = self._described(name, v)
+            if described is None:
+                raise
+            return described.config
         assert mv.config is not None
         return mv.config
+
+    def signature(self, name: str, version: int | None) -> Signature:
+        """The inputs and outputs of the version a request would reach; with residency,
+        also of a model that is not loaded."""
+        try:
+            signature = self.registry.get(name, version).signature
+        except (NotFound, Unavailable):
+            described = self._described(name, version)
+            if described is None:
+                raise
+            return described.signature
+        assert signature is not None
+        return signature
+
+    def _described(self, name: str, version: int | None) -> Described | None:
+        """A model residency knows without its being loaded (engine/residency.py)."""
+        described = self.residency.described(name) if self.residency is not None else None
+        if described is None or (version is not None and version not in described.versions):
+            return None
+        return described
+
+
+def _tensors(sig: Signature) -> tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]]:
+    return (
+        _tensor_metadata(sig.inputs.values(), sig.max_batch_size),
+        _tensor_metadata(sig.outputs.values(), sig.max_batch_size),
+    )
 
 
 def _tensor_metadata(

@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import os
 import time
@@ -47,8 +48,10 @@ from typing import TYPE_CHECKING
 from naiad import config as cfg
 from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.model_state import ModelState
+from naiad.core.signature import Signature
 from naiad.engine import memory
-from naiad.repository.base import LocalRepository
+from naiad.repository import select_versions
+from naiad.repository.base import LocalRepository, Repository
 from naiad.repository.fingerprint import ModelFingerprint
 
 if TYPE_CHECKING:
@@ -80,6 +83,16 @@ class ModelResidency:
     load_waits: int = 0  # requests that waited for a load
     load_wait_ns: int = 0
     loaded_at_ms: int = 0  # wall clock, as the statistics' last_inference
+
+
+@dataclass(frozen=True)
+class Described:
+    """A model known without being loaded: its completed config and the versions its
+    policy would load (what metadata and config questions need)."""
+
+    config: cfg.ModelConfig
+    versions: tuple[int, ...]
+    signature: Signature
 
 
 @dataclass(frozen=True)
@@ -128,6 +141,7 @@ class Residency:
         self._evicting: dict[str, int] = {}  # unloads under way -> bytes they free
         self._failed: dict[str, tuple[ModelFingerprint | None, NaiadError]] = {}
         self._last_cost: dict[str, int] = {}  # memory measured at a model's last load
+        self._described: dict[str, Described] = {}  # never loaded, asked about
         self._first = asyncio.Lock()
         self._warned = False
         self._timer: asyncio.Task[None] | None = None
@@ -182,6 +196,38 @@ class Residency:
             return False
         entry = self.registry.models.get(name)
         return entry is None or name in self._evicting or not entry.ready_versions()
+
+    async def describe(self, name: str) -> None:
+        """Know ``name``'s config without loading it: read and completed as a load would
+        (a broken one raises its error), once.  One that has loaded keeps its own."""
+        entry = self.registry.models.get(name)
+        if name in self._described or (entry is not None and entry.config is not None):
+            return
+        repo = self.control.catalog.models.get(name)
+        if repo is not None:
+            self._described[name] = await asyncio.to_thread(self._prepare, name, repo)
+
+    def _prepare(self, name: str, repo: Repository) -> Described:
+        source = repo.fetch(self.control.catalog.folder(name))
+        namespace = repo.location if self.control.options.model_namespacing else ""
+        source = dataclasses.replace(source, name=name, namespace=namespace)
+        config = self.control.loader.prepare_config(source)
+        versions = tuple(select_versions(config.version_policy, source.versions()))
+        return Described(config, versions, Signature(config))
+
+    def described(self, name: str) -> Described | None:
+        """What is known of ``name`` while it is not loaded: its last loaded config, or
+        the one :meth:`describe` read; None when neither."""
+        entry = self.registry.models.get(name)
+        if entry is not None and entry.config is not None:
+            found = self._described.pop(name, None)  # it loaded since: its own config now
+            versions = tuple(sorted(entry.selected))
+            signature = next(
+                (mv.signature for mv in entry.versions.values() if mv.signature is not None),
+                None,
+            ) or (found.signature if found is not None else Signature(entry.config))
+            return Described(entry.config, versions, signature)
+        return self._described.get(name)
 
     async def wait(self, name: str) -> None:
         """Until ``name`` is loaded (its load's error when it fails); counted as a load wait.
