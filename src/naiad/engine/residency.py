@@ -139,6 +139,7 @@ class Residency:
         self._waiting: Counter[str] = Counter()  # requests waiting for a load, per model
         self._reserved: dict[str, int] = {}  # loads under way -> bytes expected
         self._evicting: dict[str, int] = {}  # unloads under way -> bytes they free
+        self._evicted: dict[str, asyncio.Event] = {}  # ... set when each has freed them
         self._failed: dict[str, tuple[ModelFingerprint | None, NaiadError]] = {}
         self._last_cost: dict[str, int] = {}  # memory measured at a model's last load
         self._described: dict[str, Described] = {}  # never loaded, asked about
@@ -356,6 +357,11 @@ class Residency:
                 self._warned = True
             return
         self._warned = False
+        if loading is not None:
+            # The room counted what the unloads under way free: the load starts once
+            # they have freed it, not while both would be held.
+            for done in list(self._evicted.values()):
+                await done.wait()
 
     def _needed(self, loading: str | None) -> int:
         held = self.used() - sum(self._evicting.values())
@@ -429,12 +435,15 @@ class Residency:
 
     async def _evict(self, name: str, why: str) -> None:
         self._evicting[name] = self.holding(name)
+        done = self._evicted[name] = asyncio.Event()
         self._failed.pop(name, None)  # it loaded since (an explicit load): that error is old
         reason = BUDGET_REASON if why == "budget" else IDLE_REASON.format(secs=self.idle_secs)
         try:
             await self.control.evict(name, reason)
         finally:
             del self._evicting[name]
+            del self._evicted[name]
+            done.set()
         self._stats(name).evictions[why] += 1
         log.info("unloaded '%s': %s", name, reason.removeprefix("unloaded: "))
 
