@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 import pytest
-import tritonclient.http as httpclient
+from engine.residency_models import MiB, X, infer_http, python_model
 from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
@@ -32,35 +32,11 @@ from support.browser import (
 )
 from support.served import Served, naiad_serve
 
+from naiad.engine.residency import BUDGET_REASON
+
 pytestmark = pytest.mark.e2e
 
-MiB = 1 << 20
 WAIT = 20  # seconds: a page, a model load or an inference on a busy machine
-BUDGET_REASON = "unloaded: least recently used, to fit the memory budget"
-
-MODEL_PY = """
-import numpy as np
-import triton_python_backend_utils as pb_utils
-
-
-class TritonPythonModel:
-    def initialize(self, args):
-        self.table = np.ones({size} // 8, dtype=np.float64)  # written: every page resident
-
-    def execute(self, requests):
-        responses = []
-        for request in requests:
-            x = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
-            out = pb_utils.Tensor("OUTPUT0", x + np.float32(self.table[0]))
-            responses.append(pb_utils.InferenceResponse(output_tensors=[out]))
-        return responses
-"""
-
-PYTHON_CONFIG = """
-backend: "python"
-input [{ name: "INPUT0" data_type: TYPE_FP32 dims: [4] }]
-output [{ name: "OUTPUT0" data_type: TYPE_FP32 dims: [4] }]
-"""
 
 
 @pytest.fixture(scope="module")
@@ -68,10 +44,8 @@ def repo(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """Three Python models that each hold a 24 MiB table, in the server's process."""
     require_chromium()  # skip before writing models that no browser will look at
     repo = tmp_path_factory.mktemp("residency")
-    for name in ("m0", "m1", "m2"):
-        (repo / name / "1").mkdir(parents=True)
-        (repo / name / "1" / "model.py").write_text(MODEL_PY.format(size=24 * MiB))
-        (repo / name / "config.pbtxt").write_text(PYTHON_CONFIG)
+    for k, name in enumerate(("m0", "m1", "m2")):
+        python_model(repo, name, k, size=24 * MiB)
     return repo
 
 
@@ -107,14 +81,8 @@ def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 
 
 def infer(served: Served, model: str) -> None:
-    client = httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
-    try:
-        x = httpclient.InferInput("INPUT0", [4], "FP32")
-        x.set_data_from_numpy(np.zeros(4, dtype=np.float32))
-        result = client.infer(model, [x])
-        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.ones(4))
-    finally:
-        client.close()
+    answer = infer_http(served.http_port, model)
+    np.testing.assert_array_equal(answer, X + int(model[1:]))
 
 
 def shown_bytes(size: int) -> str:

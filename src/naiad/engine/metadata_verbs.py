@@ -12,12 +12,13 @@ from naiad._version import TRITON_VERSION
 from naiad.core.errors import NotFound, Unavailable
 from naiad.core.versions import parse_version
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
+from naiad.engine.residency import Described
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.core.signature import Signature, TensorSpec
-    from naiad.engine.registry import ModelRegistry
-    from naiad.engine.residency import Described, Residency
+    from naiad.engine.registry import ModelRegistry, ModelVersion
+    from naiad.engine.residency import Residency
     from naiad.options.declarations import ServerOptions
 
 #: The protocol extensions the server metadata names (Triton's words).
@@ -72,58 +73,46 @@ class MetadataVerbs:
 
     def model_metadata(self, name: str, version: str = "") -> ModelMetadata:
         v = parse_version(version)
-        try:
-            mv = self.registry.get(name, v)
-        except (NotFound, Unavailable):
-            described = self._described(name, v)
-            if described is None:
-                raise
-            known = described.signature
-            versions = tuple(str(x) for x in described.versions) if v is None else (str(v),)
-            return ModelMetadata(name, versions, known.platform, *_tensors(known))
-        sig = mv.signature
-        assert sig is not None
+        found = self._version_or_described(name, v)
+        if isinstance(found, Described):
+            sig = found.signature
+            versions = tuple(str(x) for x in found.versions) if v is None else (str(v),)
+            return ModelMetadata(name, versions, sig.platform, *_tensors(sig))
+        signature = found.signature
+        assert signature is not None
         tensors: tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]] | None
-        tensors = mv.extra.get("metadata")
+        tensors = found.extra.get("metadata")
         if tensors is None:
-            tensors = mv.extra["metadata"] = _tensors(sig)
+            tensors = found.extra["metadata"] = _tensors(signature)
         if v is None:
             versions = tuple(str(x.version) for x in self.registry.models[name].ready_versions())
         else:
             versions = (str(v),)
-        return ModelMetadata(name, versions, sig.platform, *tensors)
+        return ModelMetadata(name, versions, signature.platform, *tensors)
 
     def model_config(self, name: str, version: str = "") -> ModelConfig:
-        v = parse_version(version)
-        try:
-            mv = self.registry.get(name, v)
-        except (NotFound, Unavailable):
-            described = self._described(name, v)
-            if described is None:
-                raise
-            return described.config
-        assert mv.config is not None
-        return mv.config
+        config = self._version_or_described(name, parse_version(version)).config
+        assert config is not None
+        return config
 
     def signature(self, name: str, version: int | None) -> Signature:
         """The inputs and outputs of the version a request would reach; with residency,
         also of a model that is not loaded."""
-        try:
-            signature = self.registry.get(name, version).signature
-        except (NotFound, Unavailable):
-            described = self._described(name, version)
-            if described is None:
-                raise
-            return described.signature
+        signature = self._version_or_described(name, version).signature
         assert signature is not None
         return signature
 
-    def _described(self, name: str, version: int | None) -> Described | None:
-        """A model residency knows without its being loaded (engine/residency.py)."""
-        described = self.residency.described(name) if self.residency is not None else None
-        if described is None or (version is not None and version not in described.versions):
-            return None
-        return described
+    def _version_or_described(self, name: str, version: int | None) -> ModelVersion | Described:
+        """The READY version a request would reach, else what residency knows of the model
+        without its being loaded (engine/residency.py); else the look-up's error."""
+        try:
+            return self.registry.get(name, version)
+        except (NotFound, Unavailable):
+            residency = self.residency
+            described = residency.described(name) if residency is not None else None
+            if described is None or (version is not None and version not in described.versions):
+                raise
+            return described
 
 
 def _tensors(sig: Signature) -> tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]]:
