@@ -366,3 +366,39 @@ def test_metadata_and_config_of_a_model_never_loaded_need_no_load(tmp_path: Path
             assert metric(served.metrics_port, "naiad_model_load_count") == {'model="cold"': 1}
         finally:
             client.close()
+
+
+def test_under_workers_a_failing_load_and_an_explicit_unload_hold_in_every_worker(
+    tmp_path: Path,
+) -> None:
+    python_model(tmp_path, "broken", 1, fails=True)
+    python_model(tmp_path, "m", 2)
+    flags = ("--workers", "2", "--model-control-mode", "explicit")
+    flags += ("--model-memory-budget", str(4 * SIZE))
+    with naiad_serve(tmp_path, *flags) as served:
+        with ThreadPoolExecutor(6) as pool:  # spread over both workers' connections
+            answers = list(pool.map(lambda i: infer_http(served.http_port, "m"), range(6)))
+            for answer in answers:
+                np.testing.assert_array_equal(answer, X + 2)
+
+            def broken(i: int) -> str:
+                try:
+                    (infer_http if i % 2 else infer_grpc)(
+                        served.http_port if i % 2 else served.grpc_port, "broken"
+                    )
+                except InferenceServerException as exc:
+                    return str(exc)
+                return "answered"
+
+            errors = list(pool.map(broken, range(6)))
+        assert all("this model cannot load" in e for e in errors), errors
+        failures = metric(served.metrics_port, "naiad_model_load_failure_count")
+        assert 1 <= failures['model="broken"'] <= 2  # once per worker at most
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
+        client.unload_model("m")  # explicit: every worker, and it stays unloaded
+        client.close()
+        for i in range(6):
+            with pytest.raises(InferenceServerException, match="'m'"):
+                (infer_http if i % 2 else infer_grpc)(
+                    served.http_port if i % 2 else served.grpc_port, "m"
+                )
