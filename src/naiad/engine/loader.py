@@ -109,9 +109,10 @@ class ModelLoader:
         #: --model-load-thread-count: versions whose instances load at the same time
         #: (Triton's load thread pool; 0 counts as 1, as there).
         #: With residency (engine/residency.py), one at a time: each version's memory is
-        #: then measured alone, exactly, which the budget rests on.
-        residency = options.model_memory_budget or options.model_idle_unload_secs
-        slots = 1 if residency else max(1, options.model_load_thread_count)
+        #: then measured alone, exactly, which the budget rests on; and an unload hands
+        #: its memory back at once (a full collection: too slow to pay on every unload).
+        self._residency = bool(options.model_memory_budget or options.model_idle_unload_secs)
+        slots = 1 if self._residency else max(1, options.model_load_thread_count)
         self._load_slots = asyncio.Semaphore(slots)
 
     # -- configuration -----------------------------------------------------
@@ -422,7 +423,8 @@ class ModelLoader:
                         log.exception("closing an instance of '%s' failed", mv.name)
                 if backend is not None and ctx is not None:
                     backend.unload(ctx)
-                memory.give_back()
+                if self._residency:
+                    memory.give_back()
 
         await asyncio.to_thread(close_all)
         mv.state = ModelState.UNAVAILABLE
