@@ -5,11 +5,14 @@ comes, an ensemble's step) answer every request right and keep the budget."""
 
 from __future__ import annotations
 
+import queue
 import random
+import shutil
 import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -402,3 +405,49 @@ def test_under_workers_a_failing_load_and_an_explicit_unload_hold_in_every_worke
                 (infer_http if i % 2 else infer_grpc)(
                     served.http_port if i % 2 else served.grpc_port, "m"
                 )
+
+
+@pytest.fixture
+def examples(tmp_path: Path) -> Path:
+    """The bundled example repository (BLS and a decoupled model among them)."""
+    repo = tmp_path / "examples"
+    shutil.copytree(Path(__file__).parents[2] / "examples" / "model_repository", repo)
+    return repo
+
+
+def test_bls_and_grpc_streams_reach_models_that_are_not_loaded(examples: Path) -> None:
+    with naiad_serve(examples, "--model-memory-budget", "1GiB") as served:
+        # BLS from a model loaded on demand to models not loaded yet.
+        client = httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
+        inputs = []
+        for name, value in (("INPUT0", np.arange(4)), ("INPUT1", np.ones(4))):
+            tensor = httpclient.InferInput(name, [4], "FP32")
+            tensor.set_data_from_numpy(value.astype(np.float32))
+            inputs.append(tensor)
+        result = client.infer("bls", inputs)
+        client.close()
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.arange(4) + 1)
+        np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), np.arange(4) - 1)
+
+        # One gRPC stream: a decoupled model and an ordinary one, neither loaded.
+        stream = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc_port}")
+        results: queue.Queue[Any] = queue.Queue()
+        stream.start_stream(callback=lambda result, error: results.put((result, error)))
+        try:
+            values = grpcclient.InferInput("IN", [3], "INT32")
+            values.set_data_from_numpy(np.array([7, 8, 9], dtype=np.int32))
+            stream.async_stream_infer("repeat", [values], request_id="r")
+            identity = grpcclient.InferInput("INPUT0", [1, 4], "FP32")
+            identity.set_data_from_numpy(np.ones((1, 4), dtype=np.float32))
+            stream.async_stream_infer("identity", [identity], request_id="i")
+            seen: dict[str, list[Any]] = {"r": [], "i": []}
+            while len(seen["r"]) < 3 or not seen["i"]:
+                result, error = results.get(timeout=60)
+                assert error is None, error
+                response = result.get_response()
+                name = "OUT" if response.id == "r" else "OUTPUT0"
+                seen[response.id].append(result.as_numpy(name).tolist())
+        finally:
+            stream.stop_stream()
+            stream.close()
+        assert seen == {"r": [[7], [8], [9]], "i": [[[1.0] * 4]]}

@@ -47,6 +47,10 @@ class ServerCalls(Protocol):
 
     def is_decoupled(self, name: str, version: str = "") -> bool: ...
 
+    async def resident(self, name: str) -> None:
+        """Make a model that residency will load known (its config), so questions such as
+        :meth:`is_decoupled` have an answer before it loads."""
+
     def model_ready(self, name: str, version: str = "") -> bool: ...
 
     async def load_model(

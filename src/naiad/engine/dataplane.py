@@ -224,7 +224,8 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
     async def resident(self, name: str) -> None:
         """Before a metadata or config question: with residency, know a model that is not
         loaded from its config (read, not loaded), so the answer needs no load."""
-        if self.residency is not None and not self.stopping and self.residency.manages(name):
+        if not self.stopping and self.will_load(name):
+            assert self.residency is not None
             await self.residency.describe(name)
 
     async def infer(
@@ -330,9 +331,13 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         task.add_done_callback(self._shadows.discard)
 
     def is_decoupled(self, name: str, version: str = "") -> bool:
-        """Whether requests to that model may get several responses (raises if unknown)."""
-        signature = self.registry.get(name, parse_version(version)).signature
-        return signature is not None and signature.decoupled
+        """Whether requests to that model may get several responses (raises if unknown;
+        with residency, a model not loaded is known once :meth:`resident` has run)."""
+        return self.signature(name, parse_version(version)).decoupled
+
+    def will_load(self, name: str) -> bool:
+        """Whether a request for ``name``, which is not loaded, would wait for its load."""
+        return self.residency is not None and self.residency.manages(name)
 
     async def infer_stream(
         self, request: InferenceRequest, *, forwarded: bool = False

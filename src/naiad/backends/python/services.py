@@ -52,6 +52,7 @@ class Services:
         try:
             if not decoupled:
                 version = "" if request.model_version is None else str(request.model_version)
+                await self.server.resident(request.model_name)  # may not be loaded yet
                 if self.server.is_decoupled(request.model_name, version):
                     raise _decoupled_error(request.model_name)
             stream = self._stream(request, on_response)

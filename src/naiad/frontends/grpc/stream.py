@@ -46,6 +46,10 @@ MAX_IN_FLIGHT = 1024
 Message = pb.ModelStreamInferResponse
 
 
+#: A slot's message when its request turned out decoupled: nothing to write in its place.
+_GIVEN_UP = Message()
+
+
 class _Slot:
     """A non-decoupled request's place in the write order; ``msg`` once answered."""
 
@@ -159,6 +163,11 @@ class _Stream:
             request.trace_context = self.trace_context
             decoupled = self.dp.is_decoupled(request.model_name, msg.model_version)
         except NaiadError as exc:
+            if self.dp.will_load(request.model_name):  # residency: known once it is read
+                slot = _Slot()
+                self.order.append(slot)
+                self._spawn(self._cold(request, slot, size, msg.model_version))
+                return
             slot = _Slot()
             self.order.append(slot)
             self._answer(slot, self._error(exc, msg.id), size)
@@ -192,6 +201,22 @@ class _Stream:
         finally:
             self.live.discard(request)
         self._answer(slot, msg, size)
+
+    async def _cold(self, request: InferenceRequest, slot: _Slot, size: int, version: str) -> None:
+        """A request for a model that is not loaded: once its config is known, on as a
+        unary request in its place, or as a decoupled one (its place given up)."""
+        try:
+            await self.dp.resident(request.model_name)
+            decoupled = self.dp.is_decoupled(request.model_name, version)
+        except NaiadError as exc:
+            self._answer(slot, self._error(exc, request.id), size)
+            return
+        if not decoupled:
+            await self._unary(request, slot, size)
+            return
+        slot.msg = _GIVEN_UP
+        self._flush()
+        await self._decoupled(request, size)
 
     async def _decoupled(self, request: InferenceRequest, size: int) -> None:
         self.live.add(request)
@@ -240,10 +265,16 @@ class _Stream:
     def _answer(self, slot: _Slot, msg: Message, size: int) -> None:
         """Complete a slot and release every answered slot at the head of the order."""
         slot.msg = msg
+        self._flush()
+        self._request_done(size)
+
+    def _flush(self) -> None:
+        """Write every answered slot at the head of the order."""
         order = self.order
         while order and order[0].msg is not None:
-            self._emit(order.popleft().msg)  # type: ignore[arg-type]
-        self._request_done(size)
+            msg = order.popleft().msg
+            if msg is not _GIVEN_UP:
+                self._emit(msg)  # type: ignore[arg-type]
 
     def _emit(self, msg: Message) -> None:
         if self.closed:
