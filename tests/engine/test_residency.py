@@ -5,11 +5,13 @@ comes, an ensemble's step) answer every request right and keep the budget."""
 
 from __future__ import annotations
 
+import json
 import queue
 import random
 import shutil
 import threading
 import time
+import urllib.request
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -428,6 +430,12 @@ def test_bls_and_grpc_streams_reach_models_that_are_not_loaded(examples: Path) -
         client.close()
         np.testing.assert_array_equal(result.as_numpy("OUTPUT0"), np.arange(4) + 1)
         np.testing.assert_array_equal(result.as_numpy("OUTPUT1"), np.arange(4) - 1)
+
+        # Triton's generate endpoint reads the body against the inputs of a model not loaded.
+        body = json.dumps({"TEXT": ["naiad"]}).encode()
+        url = f"http://127.0.0.1:{served.http_port}/v2/models/string_upper/generate"
+        with urllib.request.urlopen(urllib.request.Request(url, data=body)) as answer:
+            assert json.loads(answer.read())["UPPER"] == "NAIAD"
 
         # One gRPC stream: a decoupled model and an ordinary one, neither loaded.
         stream = grpcclient.InferenceServerClient(f"127.0.0.1:{served.grpc_port}")

@@ -115,6 +115,7 @@ def _empty_final(response: InferenceResponse) -> bool:
 
 
 async def generate(dp: DataPlane, req: Request, name: str, version: str) -> Response:
+    await dp.resident(name)  # the body is read against the model's inputs
     request = _build(dp, req, name, version)
     req.core = request
     results: list[InferenceResponse] = []
@@ -133,6 +134,7 @@ async def generate(dp: DataPlane, req: Request, name: str, version: str) -> Resp
 
 async def generate_stream(dp: DataPlane, req: Request, name: str, version: str) -> None:
     """Writes the SSE stream itself; returns None so the connection sends nothing more."""
+    await dp.resident(name)
     request = _build(dp, req, name, version)
     req.core = request
     conn = req.conn

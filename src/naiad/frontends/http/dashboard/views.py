@@ -151,8 +151,9 @@ def residency(req: Request, dp: DataPlane) -> Response:
     return json_response(dumps(doc))
 
 
-def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
+async def config_pbtxt(req: Request, dp: DataPlane, name: str, version: str) -> Response:
     """The loaded config as config.pbtxt text (errors as for ``/v2/models/<name>/config``)."""
+    await dp.resident(name)
     text = config_to_pbtxt(dp.model_config(name, version))
     return Response(200, [text.encode()], b"text/plain; charset=utf-8")
 
