@@ -56,7 +56,7 @@ class ModelControl:
         #: model -> the models it loaded as its dependencies (ensemble steps).
         self.dependencies: dict[str, set[str]] = {}
         self._requested: set[str] = set()  # loaded by name, not only as a dependency
-        #: unloaded through the API (or never loaded in explicit mode's sense): residency
+        #: unloaded through the API and not loaded through it since: residency
         #: (engine/residency.py) does not load these on demand
         self.unloaded_by_request: set[str] = set()
         self._known: dict[str, ModelFingerprint] = {}  # last loaded or tried, per model
