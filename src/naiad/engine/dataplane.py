@@ -18,6 +18,7 @@ are inherited from modules of their own.
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import time
 from collections.abc import AsyncGenerator, Mapping
@@ -42,7 +43,6 @@ from naiad.engine.registry import ModelRegistry, ModelState, ModelVersion
 from naiad.engine.repository_index import ModelIndex
 from naiad.engine.residency import residency_from_options
 from naiad.engine.residency_metrics import ResidencyMetrics
-from naiad.engine.shadow import SETTLE_S, SHADOW_TRIES
 from naiad.engine.shadow_metrics import ShadowMetrics
 from naiad.engine.state_changes import StateChanges
 from naiad.engine.statistics_verbs import StatisticsVerbs
@@ -276,43 +276,23 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         if candidate is not None:
             busy = mv.scheduler is not None and mv.scheduler.in_flight > 0
             if candidate.wants(request, mv.version, busy):
-                candidate.running = True  # taken: others due meanwhile are skipped
-                loop.call_later(
-                    SETTLE_S, self._shadow, candidate, mv, request, response,
-                    time.monotonic_ns() - request.arrival_ns, _answered(mv),
-                )  # fmt: skip
+                served_ns = time.monotonic_ns() - request.arrival_ns
+                go = functools.partial(self._shadow, candidate, request, response, served_ns)
+                candidate.when_idle(loop, mv, go)
         return response
 
     def _shadow(
         self,
         candidate: Shadow,
-        mv: ModelVersion,
         request: InferenceRequest,
         served: InferenceResponse,
         served_ns: int,
-        answered: int,
-        tries: int = 1,
     ) -> None:
-        """Run ``request`` again on ``candidate`` once ``mv`` has stayed idle for SETTLE_S (no
-        request came, none is queued or running), and record how the two compare
-        (engine/shadow.py).  While clients keep it busy, it looks again later, up to
-        SHADOW_TRIES times; then the request is skipped."""
-        scheduler = mv.scheduler
-        if (
-            mv.stats.pending
-            or (scheduler is not None and scheduler.in_flight)
-            or _answered(mv) != answered
-            or self.stopping
-        ):
-            if tries >= SHADOW_TRIES or self.stopping:
-                candidate.running = False
-                candidate.stats.skipped += 1  # clients kept the model busy: their time
-                return
-            loop = self.event_loop or asyncio.get_running_loop()
-            loop.call_later(
-                SETTLE_S, self._shadow, candidate, mv, request, served, served_ns,
-                _answered(mv), tries + 1,
-            )  # fmt: skip
+        """Run ``request`` again on ``candidate`` (its model has been idle a while: see
+        :meth:`Shadow.when_idle`), and record how the two compare (engine/shadow.py)."""
+        if self.stopping:
+            candidate.running = False
+            candidate.stats.skipped += 1
             return
         copy = candidate.copy(request)
 
@@ -442,11 +422,6 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
         if changes is not None:
             await self.change(UpdateTraceSettings(model, dict(changes)))
         return self.trace_settings.snapshot(model)
-
-
-def _answered(mv: ModelVersion) -> int:
-    """Requests ``mv`` has answered so far: a change says one came and went."""
-    return mv.stats.success.count + mv.stats.fail.count
 
 
 def _resolver(future: asyncio.Future[InferenceResponse]) -> Deliver:

@@ -44,9 +44,10 @@ from naiad.core.errors import InvalidArgument
 from naiad.core.types import InferenceRequest, InferenceResponse, InferInput, RequestedOutput
 
 if TYPE_CHECKING:
-    from collections.abc import Collection
+    import asyncio
+    from collections.abc import Callable, Collection
 
-    from naiad.engine.registry import ModelRegistry
+    from naiad.engine.registry import ModelRegistry, ModelVersion
 
 MODEL = "naiad.shadow_model"
 VERSION = "naiad.shadow_version"
@@ -112,6 +113,34 @@ class Shadow:
             return False
         return True
 
+    def when_idle(
+        self, loop: asyncio.AbstractEventLoop, mv: ModelVersion, go: Callable[[], None]
+    ) -> None:
+        """Call ``go`` once ``mv`` has stayed idle for :data:`SETTLE_S` (no request of it
+        came, none is queued or running), looking again while it is not, up to
+        :data:`SHADOW_TRIES` times; then the request is skipped.  The shadow is taken
+        meanwhile: requests that fall due are skipped (see :meth:`wants`)."""
+        self.running = True
+        loop.call_later(SETTLE_S, self._look, loop, mv, go, _answered(mv), 1)
+
+    def _look(
+        self,
+        loop: asyncio.AbstractEventLoop,
+        mv: ModelVersion,
+        go: Callable[[], None],
+        answered: int,
+        tries: int,
+    ) -> None:
+        scheduler = mv.scheduler
+        busy = mv.stats.pending or (scheduler is not None and scheduler.in_flight)
+        if not busy and _answered(mv) == answered:
+            go()
+        elif tries >= SHADOW_TRIES:
+            self.running = False
+            self.stats.skipped += 1  # the clients kept the model busy: their time
+        else:
+            loop.call_later(SETTLE_S, self._look, loop, mv, go, _answered(mv), tries + 1)
+
     def copy(self, request: InferenceRequest) -> InferenceRequest:
         """The request as the shadow gets it: same tensors (read only), same outputs."""
         copy = InferenceRequest(
@@ -167,6 +196,11 @@ def _compare(stats: ShadowStats, mine: np.ndarray, other: np.ndarray) -> None:
     elif mine.size:  # strings (classification results among them): equal or not
         stats.rows += mine.size
         stats.agreeing += int((mine == other).sum())
+
+
+def _answered(mv: ModelVersion) -> int:
+    """Requests ``mv`` has answered so far: a change says one came and went."""
+    return mv.stats.success.count + mv.stats.fail.count
 
 
 def loaded_shadows(registry: ModelRegistry) -> list[tuple[str, Shadow]]:
