@@ -129,7 +129,6 @@ class Residency:
         #: This process's share (``--workers``: every worker holds its own models); set
         #: again at start, when the worker knows how many there are.
         self.budget = self.whole_budget
-        self.idle_ns = int(options.model_idle_unload_secs * 1e9)
         self.idle_secs = options.model_idle_unload_secs
         self.flag_pinned = frozenset(options.pinned_models)
         self.config_pinned: set[str] = set()  # naiad.pinned read at start
@@ -458,9 +457,9 @@ class Residency:
                 log.exception("residency: checking idle models failed")
 
     async def _sweep(self) -> None:
-        if self.idle_ns:
+        if self.idle_secs:
             now_ms = time.time_ns() // 1_000_000
-            limit_ms = self.idle_ns // 1_000_000
+            limit_ms = int(self.idle_secs * 1000)
             for name, entry in list(self.registry.models.items()):
                 if self._evictable(name, entry) and now_ms - self.last_used_ms(entry) >= limit_ms:
                     await self._evict(name, "idle")
@@ -543,8 +542,12 @@ def _pinned_in(config: cfg.ModelConfig) -> bool:
 
 
 def _size(size: int) -> str:
-    for unit in ("B", "KiB", "MiB", "GiB"):
-        if size < 1024 or unit == "GiB":
-            return f"{size:.0f} {unit}" if unit == "B" else f"{size:.1f} {unit}"
-        size /= 1024  # type: ignore[assignment]
-    return f"{size} B"
+    """A byte count as the log writes it: ``16.0 MiB``."""
+    if size < 1024:
+        return f"{size} B"
+    value = float(size)
+    for unit in ("KiB", "MiB", "GiB"):
+        value /= 1024
+        if value < 1024 or unit == "GiB":
+            break
+    return f"{value:.1f} {unit}"
