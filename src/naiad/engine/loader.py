@@ -109,8 +109,10 @@ class ModelLoader:
         #: --model-load-thread-count: versions whose instances load at the same time
         #: (Triton's load thread pool; 0 counts as 1, as there).
         #: With residency (engine/residency.py), one at a time: each version's memory is
-        #: then measured alone, exactly, which the budget rests on; and an unload hands
-        #: its memory back at once (a full collection: too slow to pay on every unload).
+        #: then measured alone, exactly, which the budget rests on; an unload waits for
+        #: creations in the server (what it frees would hide what they take) and hands
+        #: its memory back at once.  Without residency, neither: an unload would wait for
+        #: a long load, and a full collection costs each unload ~90 ms with torch around.
         self._residency = bool(options.model_memory_budget or options.model_idle_unload_secs)
         slots = 1 if self._residency else max(1, options.model_load_thread_count)
         self._load_slots = asyncio.Semaphore(slots)
@@ -415,7 +417,7 @@ class ModelLoader:
         backend, ctx = mv.backend, mv.context
 
         def close_all() -> None:
-            with memory.releasing():  # what they free is not mistaken for a load's
+            with memory.releasing() if self._residency else contextlib.nullcontext():
                 while instances:  # each one dropped as soon as it is closed
                     try:
                         instances.pop().close()

@@ -20,9 +20,10 @@ measured: the device's used memory (NVML, ``naiad[gpu]``) around their
 creation, shared out the same way.
 
 Memory given back while instances are created would hide what they take
-(the server's memory would not grow, or grow less), so releasing a model's
-instances (:func:`releasing`) and creating instances in the server never
-overlap: each waits for the other to finish.
+(the server's memory would not grow, or grow less), so with residency,
+whose budget rests on these figures, releasing a model's instances
+(:func:`releasing`) and creating instances in the server never overlap:
+each waits for the other to finish.
 
 What a model takes later (caches, arenas grown by a first large batch) is
 not in the figures.  Linux only (``/proc``); elsewhere nothing is reported, as
