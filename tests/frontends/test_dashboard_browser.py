@@ -13,26 +13,27 @@ import shutil
 import threading
 import time
 import urllib.request
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
 from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
 from support.browser import (
     PHONE,
+    WAIT,
     assert_no_console_errors,
     chromium,
+    find,
     require_chromium,
     screenshot,
     set_viewport,
+    shown_bytes,
+    wait,
 )
 from support.served import Served, naiad_serve
 
@@ -42,7 +43,6 @@ ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "model_repository"
 DIGITS = ROOT / "examples" / "runner" / "digits"
 MODELS = sorted(p.parent.name for p in EXAMPLES.glob("*/1"))
-WAIT = 20  # seconds: a page, a model load or an inference on a busy machine
 FORBIDDEN = "This API is restricted, expecting header 'admin-key'"
 
 
@@ -73,30 +73,8 @@ def client(served: Served) -> httpclient.InferenceServerClient:
     return httpclient.InferenceServerClient(f"127.0.0.1:{served.http_port}")
 
 
-def shown_bytes(size: int) -> str:
-    """A size as the dashboard writes it (dom.js formatBytes): 3 significant digits."""
-    value, unit = float(size), "B"
-    for bigger in ("KiB", "MiB", "GiB", "TiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, bigger
-    return f"{int(value)} B" if unit == "B" else f"{float(f'{value:.3g}'):g} {unit}"
-
-
 def url(served: Served, route: str = "") -> str:
     return f"http://127.0.0.1:{served.http_port}/dashboard/{route}"
-
-
-def wait(driver: WebDriver, condition: Callable[[WebDriver], Any], timeout: float = WAIT) -> Any:
-    # pages re-render parts of themselves: an element found a moment ago may be gone
-    return WebDriverWait(
-        driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
-    ).until(condition)
-
-
-def find(driver: WebDriver, css: str) -> WebElement:
-    """The element once it is in the page (pages render after their fetches)."""
-    return wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
 
 
 def texts(driver: WebDriver, css: str) -> list[str]:

@@ -17,26 +17,25 @@ from typing import Any
 import numpy as np
 import pytest
 from engine.residency_models import MiB, X, infer_http, python_model
-from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.webdriver import WebDriver
 from selenium.webdriver.common.by import By
-from selenium.webdriver.remote.webelement import WebElement
-from selenium.webdriver.support.ui import WebDriverWait
 from support.browser import (
     PHONE,
+    WAIT,
     assert_no_console_errors,
     chromium,
+    find,
     require_chromium,
     screenshot,
     set_viewport,
+    shown_bytes,
+    wait,
 )
 from support.served import Served, naiad_serve
 
 from naiad.engine.residency import BUDGET_REASON
 
 pytestmark = pytest.mark.e2e
-
-WAIT = 20  # seconds: a page, a model load or an inference on a busy machine
 
 
 @pytest.fixture(scope="module")
@@ -83,27 +82,6 @@ def by_name(doc: dict[str, Any]) -> dict[str, dict[str, Any]]:
 def infer(served: Served, model: str) -> None:
     answer = infer_http(served.http_port, model)
     np.testing.assert_array_equal(answer, X + int(model[1:]))
-
-
-def shown_bytes(size: int) -> str:
-    """A size as the dashboard writes it (dom.js formatBytes): 3 significant digits."""
-    value, unit = float(size), "B"
-    for bigger in ("KiB", "MiB", "GiB", "TiB"):
-        if value < 1024:
-            break
-        value, unit = value / 1024, bigger
-    return f"{int(value)} B" if unit == "B" else f"{float(f'{value:.3g}'):g} {unit}"
-
-
-def wait(driver: WebDriver, condition: Callable[[WebDriver], Any]) -> Any:
-    # the card is drawn again every second: an element found a moment ago may be gone
-    return WebDriverWait(
-        driver, WAIT, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
-    ).until(condition)
-
-
-def find(driver: WebDriver, css: str) -> WebElement:
-    return wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
 
 
 def row_facts(driver: WebDriver, model: str) -> dict[str, str]:

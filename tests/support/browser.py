@@ -16,12 +16,17 @@ import os
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from selenium import webdriver
+from selenium.common.exceptions import StaleElementReferenceException
 from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.remote.webelement import WebElement
+from selenium.webdriver.support.ui import WebDriverWait
 
 CHROMIUM = Path("/usr/bin/chromium")
 CHROMEDRIVER = Path("/usr/bin/chromedriver")
@@ -161,3 +166,32 @@ __all__ = [
     "set_viewport",
     "severe_console_errors",
 ]
+
+
+#: Seconds a page, a model load or an inference on a busy machine may take.
+WAIT = 20
+
+
+def wait(
+    driver: webdriver.Chrome, condition: Callable[[webdriver.Chrome], Any], timeout: float = WAIT
+) -> Any:
+    """Until ``condition`` holds: pages re-render parts of themselves, so an element found
+    a moment ago may be gone (stale) and is looked for again."""
+    return WebDriverWait(
+        driver, timeout, poll_frequency=0.05, ignored_exceptions=[StaleElementReferenceException]
+    ).until(condition)
+
+
+def find(driver: webdriver.Chrome, css: str) -> WebElement:
+    """The element once it is in the page (pages render after their fetches)."""
+    return wait(driver, lambda d: d.find_element(By.CSS_SELECTOR, css))  # type: ignore[no-any-return]
+
+
+def shown_bytes(size: int) -> str:
+    """A size as the dashboard writes it (dom.js formatBytes): 3 significant digits."""
+    value, unit = float(size), "B"
+    for bigger in ("KiB", "MiB", "GiB", "TiB"):
+        if value < 1024:
+            break
+        value, unit = value / 1024, bigger
+    return f"{int(value)} B" if unit == "B" else f"{float(f'{value:.3g}'):g} {unit}"
