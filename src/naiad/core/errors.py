@@ -63,6 +63,11 @@ class Unavailable(NaiadError):
     kind = Kind.UNAVAILABLE
 
 
+class QueueFull(Unavailable):
+    """UNAVAILABLE because a queue or an admission limit is full: Triton's kind, which
+    a protocol that can say "try later" (the OpenAI API's 429) tells apart."""
+
+
 class Internal(NaiadError):
     kind = Kind.INTERNAL
 

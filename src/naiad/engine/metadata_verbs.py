@@ -5,11 +5,13 @@ config, the server's metadata.  Answers only: nothing here changes state.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from naiad._version import TRITON_VERSION
-from naiad.core.errors import NotFound, Unavailable
+from naiad.core.errors import InvalidArgument, NotFound, Unavailable
 from naiad.core.versions import parse_version
 from naiad.engine.metadata import ModelMetadata, ServerMetadata, TensorMetadata
 from naiad.engine.residency import Described
@@ -45,6 +47,7 @@ class MetadataVerbs:
     options: ServerOptions
     registry: ModelRegistry
     residency: Residency | None
+    stopping: bool
 
     def server_metadata(self) -> ServerMetadata:
         return ServerMetadata(self.options.server_id, TRITON_VERSION, EXTENSIONS)
@@ -95,6 +98,23 @@ class MetadataVerbs:
         assert config is not None
         return config
 
+    async def model_file(self, name: str, relpath: str, limit: int = 4 << 20) -> bytes:
+        """A file of a model's folder, for a frontend that must not know where the
+        repository lives (the OpenAI API's chat template); with residency, the model is
+        loaded first, as its first request would load it.  Paths that leave the folder
+        are refused: a config may name any path, the server reads only its model's."""
+        residency = self.residency
+        if residency is not None and not self.stopping and residency.manages(name):
+            await residency.wait(name)
+        mv = self.registry.get(name, None)
+        if mv.context is None:
+            raise NotFound(f"model '{name}' has no folder")
+        root = mv.context.model_dir.resolve()
+        path = (root / relpath).resolve()
+        if path != root and root not in path.parents:
+            raise InvalidArgument(f"'{relpath}' is outside the folder of model '{name}'")
+        return await asyncio.to_thread(_read, path, name, relpath, limit)
+
     def signature(self, name: str, version: int | None) -> Signature:
         """The inputs and outputs of the version a request would reach; with residency,
         also of a model that is not loaded."""
@@ -113,6 +133,14 @@ class MetadataVerbs:
             if described is None or (version is not None and version not in described.versions):
                 raise
             return described
+
+
+def _read(path: Path, name: str, relpath: str, limit: int) -> bytes:
+    if not path.is_file():
+        raise NotFound(f"model '{name}' has no file '{relpath}'")
+    if path.stat().st_size > limit:
+        raise InvalidArgument(f"'{relpath}' of model '{name}' is over {limit} bytes")
+    return path.read_bytes()
 
 
 def _tensors(sig: Signature) -> tuple[tuple[TensorMetadata, ...], tuple[TensorMetadata, ...]]:

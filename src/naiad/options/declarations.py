@@ -381,6 +381,11 @@ class ServerOptions:
         True, "--allow-dashboard", FRONTENDS,
         "serve the web dashboard at /dashboard/ on the HTTP port (docs/dashboard.md)",
     )  # fmt: skip
+    allow_openai: bool = option(
+        True, "--allow-openai", FRONTENDS,
+        "serve the OpenAI-compatible API at /v1 on the HTTP port, for the models that opt "
+        "in (docs/openai.md)",
+    )  # fmt: skip
     # Metrics (see naiad.metrics).
     allow_cpu_metrics: bool = option(
         True, "--allow-cpu-metrics", OBSERVABILITY, "report CPU utilisation and memory",

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from naiad.core.errors import InvalidArgument, Unavailable
+from naiad.core.errors import InvalidArgument, QueueFull
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
@@ -72,13 +72,13 @@ class ModelAdmission:
         """Count ``request`` in, or raise UNAVAILABLE when a limit is reached."""
         server = self.server
         if self.limit and self.count >= self.limit:
-            raise Unavailable(
+            raise QueueFull(
                 f"[request id: {request.id or '<id_unknown>'}] model '{self.name}' has "
                 f"{self.count} requests queued or executing, its limit "
                 f"({MODEL_PARAMETER})"
             )
         if server.limit and server.count >= server.limit:
-            raise Unavailable(
+            raise QueueFull(
                 f"[request id: {request.id or '<id_unknown>'}] the server has {server.count} "
                 "requests queued or executing, its limit (--max-queued-requests)"
             )

@@ -20,7 +20,7 @@ import collections
 import time
 from typing import TYPE_CHECKING, Any
 
-from naiad.core.errors import Unavailable
+from naiad.core.errors import QueueFull, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.scheduling import timers
 from naiad.scheduling.base import Scheduler
@@ -70,7 +70,7 @@ class DynamicBatcher(Scheduler):
             self._answer(
                 request,
                 InferenceResponse(
-                    error=Unavailable(f"{_request_prefix(request)}Exceeds maximum queue size")
+                    error=QueueFull(f"{_request_prefix(request)}Exceeds maximum queue size")
                 ),
             )
             return

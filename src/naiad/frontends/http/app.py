@@ -1,5 +1,5 @@
-"""Dispatch: refuse what a web page must not do (``browsers``), route (the v2 API,
-else the dashboard), check the method and restricted-API header, call the endpoint.
+"""Dispatch: refuse what a web page must not do (``browsers``), route (the v2 API, the
+OpenAI API under ``/v1``, else the dashboard), check the method and restricted-API header, call the endpoint.
 
 The only place where errors turn into HTTP responses for synchronous
 endpoints (asynchronous ones are caught by the connection the same way).
@@ -22,6 +22,7 @@ from naiad.frontends.http.restricted import Rule, permits, refusal_message
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
+    from naiad.frontends.openai.app import OpenAIApi
     from naiad.options.declarations import ServerOptions
 
 log = logging.getLogger("naiad.http")
@@ -98,6 +99,12 @@ class HttpApp:
                 func = getattr(handlers, name)
                 self.table[name] = _bind(func, dp)
         self.dashboard = Dashboard(dp, self.restricted) if options.allow_dashboard else None
+        self.openai: OpenAIApi | None = None
+        if options.allow_openai:
+            # here, not at the top: the OpenAI API's modules use this package's codecs
+            from naiad.frontends.openai.app import OpenAIApi
+
+            self.openai = OpenAIApi(dp, self.restricted)
 
     def handle(self, req: Request) -> Result:
         if req.error is not None:
@@ -122,6 +129,8 @@ class HttpApp:
     def _route(self, req: Request) -> Result:
         found = routes.match(req.path)
         if found is None:
+            if self.openai is not None and req.path.startswith("/v1/"):
+                return self.openai.handle(req)
             return self._dashboard(req)
         endpoint, args = found
         methods, category = ENDPOINTS[endpoint]

@@ -49,17 +49,20 @@ def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceReq
                 raise InvalidArgument("unable to parse 'id': expected a string")
             request.id = value
             continue
-        _map(request, specs, key, value)
+        put_field(request, specs, key, value)
     for key, value in (params or {}).items():
         if key in specs and key in doc:
             raise InvalidArgument(
                 f"Input '{key}' is specified both at the top level and in 'parameters'"
             )
-        _map(request, specs, key, value)
+        put_field(request, specs, key, value)
     return request
 
 
-def _map(request: InferenceRequest, specs: dict[str, TensorMetadata], key: str, value: Any) -> None:
+def put_field(
+    request: InferenceRequest, specs: dict[str, TensorMetadata], key: str, value: Any
+) -> None:
+    """``value`` as the input ``key`` (fitted to its shape), or else as a request parameter."""
     spec = specs.get(key)
     if spec is None:
         if not isinstance(value, _SCALARS):

@@ -2,13 +2,10 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import Any, Protocol
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http.errors import error_body, status_of
-
-if TYPE_CHECKING:
-    from naiad.core.types import InferenceRequest
 
 Blob = bytes | bytearray | memoryview
 
@@ -26,6 +23,7 @@ REASONS = {
     408: "Request Timeout",
     413: "Payload Too Large",
     415: "Unsupported Media Type",
+    429: "Too Many Requests",
     500: "Internal Server Error",
     501: "Not Implemented",
     503: "Service Unavailable",
@@ -53,6 +51,12 @@ class Stream(Protocol):
         """Wait until what was written can be taken in (slow clients)."""
 
 
+class Cancellable(Protocol):
+    """What a disconnect cancels: a core request, or a handler's group of them."""
+
+    cancelled: bool
+
+
 class Request:
     """One parsed HTTP request; ``body`` is the complete (still compressed) body."""
 
@@ -76,8 +80,8 @@ class Request:
         self.keep_alive = keep_alive
         #: a (status, message) decided while reading, e.g. an oversized body
         self.error: tuple[int, str] | None = None
-        #: the core request while in flight, so a disconnect can cancel it
-        self.core: InferenceRequest | None = None
+        #: the core request(s) while in flight, so a disconnect can cancel them
+        self.core: Cancellable | None = None
         self.conn = conn
         #: the server address the client reached, where the transport reports it per
         #: request (ASGI's ``server``); None: the address the listener binds
