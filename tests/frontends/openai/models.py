@@ -91,8 +91,8 @@ class TritonPythonModel:
         return None
 """
 
-# Answers once with the prompt upper-cased and the size of the batch it came in, so a
-# test sees the dynamic batcher at work.
+# Answers once with the prompt upper-cased, the size of the batch it came in (so a test
+# sees the dynamic batcher at work) and the seed it was given.
 UPPER_CONFIG = """
 backend: "python"
 max_batch_size: 8
@@ -105,6 +105,8 @@ parameters { key: "openai.output.text" value { string_value: "TEXT" } }
 """
 
 UPPER_MODEL = """
+import json
+
 import numpy as np
 import triton_python_backend_utils as pb_utils
 
@@ -114,7 +116,9 @@ class TritonPythonModel:
         out = []
         for request in requests:
             text = pb_utils.get_input_tensor_by_name(request, "PROMPT").as_numpy()
-            upper = [[(t.decode().upper() + f" [batch {len(requests)}]").encode()] for t in text[:, 0]]
+            seed = json.loads(request.parameters()).get("seed")
+            tail = f" [batch {len(requests)}]" + (f" seed={seed}" if seed is not None else "")
+            upper = [[(t.decode().upper() + tail).encode()] for t in text[:, 0]]
             out.append(pb_utils.InferenceResponse(
                 [pb_utils.Tensor("TEXT", np.array(upper, dtype=np.object_))]
             ))

@@ -100,6 +100,11 @@ def test_completions_with_n_are_batched_together(client: openai.OpenAI) -> None:
     assert all(c.finish_reason == "stop" for c in answer.choices)
 
 
+def test_choices_of_one_prompt_get_successive_seeds(client: openai.OpenAI) -> None:
+    answer = client.completions.create(model="upper", prompt="a", n=3, seed=7, max_tokens=4)
+    assert [c.text for c in answer.choices] == [f"A [batch 3] seed={s}" for s in (7, 8, 9)]
+
+
 def test_completion_stream_echo(client: openai.OpenAI) -> None:
     chunks = list(client.completions.create(model="words", prompt="x y", stream=True, echo=True))
     text = "".join(c.choices[0].text for c in chunks)

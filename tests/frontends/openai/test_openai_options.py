@@ -80,3 +80,27 @@ def test_the_asgi_app_serves_v1(tmp_path: Path) -> None:
                 return whole.choices[0].text, streamed
 
     assert asyncio.run(main()) == ("c b a ", "e d ")
+
+
+def test_models_not_loaded_are_listed_and_loaded_on_demand(tmp_path: Path) -> None:
+    """With residency, /v1/models lists what the repository holds, and a chat request
+    loads its model, reading its template file from the model's folder."""
+    repo = build(tmp_path / "models")
+    config = repo / "words" / "config.pbtxt"
+    inline = '"{% for m in messages %}{{ m.content }} {% endfor %}"'
+    config.write_text(config.read_text().replace(inline, '"template.jinja"'))
+    (repo / "words" / "template.jinja").write_text("{{ messages[-1].content }} from file")
+    server = Server(repo, http_port=0, grpc_port=0, allow_metrics=False,
+                    model_memory_budget=4 << 30)  # fmt: skip
+    server.start()
+    try:
+        url = f"http://127.0.0.1:{server.http_port}/v1"
+        assert not server.dataplane.registry.models.get("words")  # type: ignore[attr-defined]
+        with openai.OpenAI(base_url=url, api_key="x", max_retries=0) as client:
+            assert "words" in {m.id for m in client.models.list()}
+            answer = client.chat.completions.create(
+                model="words", messages=[{"role": "user", "content": "hi"}]
+            )
+        assert answer.choices[0].message.content == "file from hi "
+    finally:
+        server.stop()

@@ -10,6 +10,7 @@ request, so the model's batcher sees them together.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from dataclasses import dataclass
@@ -21,12 +22,12 @@ from naiad.frontends.http.message import Response, json_response
 from naiad.frontends.openai import choices
 from naiad.frontends.openai.choices import Delta, Group, Token, Usage
 from naiad.frontends.openai.errors import BadField, status_and_body
+from naiad.frontends.openai.requests import Sampling
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
     from naiad.frontends.http.message import Request
     from naiad.frontends.openai.binding import Binding
-    from naiad.frontends.openai.requests import Sampling
 
 _SSE_HEADERS = [
     b"Content-Type: text/event-stream; charset=utf-8\r\n",
@@ -57,6 +58,15 @@ class Job:
     def choice_prompts(self) -> list[str]:
         n = self.sampling.n
         return [p for p in self.prompts for _ in range(n)]
+
+    def choice_sampling(self, index: int) -> Sampling:
+        """Choice ``index``'s fields: with a ``seed``, the choices of one prompt get
+        seed, seed + 1, ..., so that they differ and a rerun repeats them."""
+        seed = self.sampling.fields.get("seed")
+        j = index % self.sampling.n
+        if seed is None or not j:
+            return self.sampling
+        return dataclasses.replace(self.sampling, fields={**self.sampling.fields, "seed": seed + j})
 
     def usage(self, usages: list[Usage]) -> Usage:
         """Completion tokens of every choice; prompt tokens once per prompt."""
@@ -115,7 +125,8 @@ async def _collect(
     texts: list[str] = []
     tokens: list[Token] = []
     reason = None
-    async for delta in choices.run(dp, job.binding, prompt, job.sampling, job.id, usage, group):
+    sampling = job.choice_sampling(index)
+    async for delta in choices.run(dp, job.binding, prompt, sampling, job.id, usage, group):
         texts.append(delta.text)
         tokens.extend(delta.tokens)
         reason = delta.finish_reason or reason
@@ -140,9 +151,10 @@ async def _stream(dp: DataPlane, req: Request, job: Job, group: Group) -> None:
     events: asyncio.Queue[tuple[int, Delta | BaseException | None]] = asyncio.Queue()
 
     async def feed(index: int) -> None:
+        sampling = job.choice_sampling(index)
+        run = choices.run(dp, job.binding, prompts[index], sampling, job.id, usages[index], group)
         try:
-            async for delta in choices.run(dp, job.binding, prompts[index], job.sampling,
-                                           job.id, usages[index], group):  # fmt: skip
+            async for delta in run:
                 events.put_nowait((index, delta))
         except Exception as exc:  # noqa: BLE001 (handed to the writer, which answers it)
             events.put_nowait((index, exc))
