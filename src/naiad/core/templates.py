@@ -19,7 +19,8 @@ from naiad.core.types import Buffer, InferenceRequest, InferInput, ParameterValu
 #: An input's name, datatype, shape and parameters.
 _Input = tuple[str, DataType, tuple[int, ...], "dict[str, ParameterValue] | None"]
 
-_FIELDS = ("id", "correlation_id", "sequence_start", "sequence_end", "priority", "timeout_us")
+_FIELDS = ("id", "correlation_id", "sequence_start", "sequence_end", "priority", "timeout_us",
+           "enable_empty_final_response")  # fmt: skip
 _DEFAULTS = InferenceRequest("")
 
 

@@ -116,6 +116,14 @@ def settings_from(args: argparse.Namespace, settings: type) -> dict[str, Any]:
     return found
 
 
+def flag_name(settings: type, name: str) -> str:
+    """The flag that sets field ``name`` of ``settings``, as messages name it."""
+    for f, flags in _declared(settings):
+        if f.name == name:
+            return flags.args[0].names[0]
+    raise KeyError(name)
+
+
 def _declared(settings: type) -> list[tuple[dataclasses.Field[Any], Flags]]:
     return [(f, f.metadata[_FLAGS]) for f in dataclasses.fields(settings) if _FLAGS in f.metadata]
 

@@ -9,6 +9,7 @@ report, writes its CSV (-f) and, with --plot, a throughput/latency chart.
   naiad perf -m add_sub
   naiad perf -m add_sub -i grpc -u localhost:8001 --concurrency-range 1:32:2 -f out.csv
   naiad perf -m add_sub --embedded --model-repository models --plot latency.png
+  naiad perf -m tiny_lm --endpoint-type chat --max-tokens 64 --concurrency-range 1:8:2
 """
 
 from __future__ import annotations
@@ -21,14 +22,16 @@ if TYPE_CHECKING:  # imported when it runs: `naiad serve` starts no slower for t
     from naiad.tools.perf.measure import StepResult
     from naiad.tools.perf.settings import PerfSettings
 
-HELP = "measure a model's throughput and latency (perf_analyzer's flags)"
+HELP = "measure a model's throughput and latency (perf_analyzer's flags), or an LLM's tokens"
 
 
 def add_arguments(parser: argparse.ArgumentParser) -> None:
     from naiad.tools.flags import add_flags
+    from naiad.tools.perf.llm.settings import LlmSettings
     from naiad.tools.perf.settings import PerfSettings
 
     add_flags(parser, PerfSettings)
+    add_flags(parser, LlmSettings)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -36,6 +39,10 @@ def run(args: argparse.Namespace) -> int:
     from naiad.tools.perf.settings import PerfError
 
     try:
+        if getattr(args, "endpoint_type", None):
+            from naiad.tools.perf.llm.command import run as run_llm
+
+            return run_llm(args)
         return _run(args)
     except PerfError as exc:
         print(f"naiad perf: {exc}", file=sys.stderr)
@@ -49,9 +56,13 @@ def settings_from_args(args: argparse.Namespace) -> PerfSettings:
     """The settings the flags declared on :class:`PerfSettings` set; then what no one
     flag can check alone."""
     from naiad.tools.flags import settings_from
+    from naiad.tools.perf.llm.settings import LlmSettings, check
     from naiad.tools.perf.settings import PerfError, PerfSettings
 
     settings = PerfSettings(**settings_from(args, PerfSettings))
+    if hasattr(args, "endpoint_type"):  # an LLM flag needs --endpoint-type
+        llm_given = settings_from(args, LlmSettings)
+        check({}, llm_given, LlmSettings(**llm_given))
     if settings.protocol == "embedded" and not settings.model_repository:
         raise PerfError("--embedded needs --model-repository")
     if settings.streaming and settings.protocol != "grpc":

@@ -49,7 +49,7 @@ class HttpTarget:
     def __init__(self, settings: PerfSettings) -> None:
         self.settings = settings
         self.client = HttpClient(settings.address, headers=settings.headers,
-                                 tls=_ssl_context(settings), timeout_s=settings.timeout_s)  # fmt: skip
+                                 tls=ssl_context(settings), timeout_s=settings.timeout_s)  # fmt: skip
         name = quote(settings.model, safe="")
         version = f"/versions/{quote(settings.version, safe='')}" if settings.version else ""
         self.model_path = f"/v2/models/{name}{version}"
@@ -180,7 +180,8 @@ class HttpTarget:
                             f"{exc}") from None  # fmt: skip
 
 
-def _ssl_context(settings: PerfSettings) -> ssl.SSLContext | None:
+def ssl_context(settings: PerfSettings) -> ssl.SSLContext | None:
+    """The TLS context of an ``https://`` -u or the ``--ssl-https-*`` flags, else None."""
     if not settings.url.startswith("https://") and not settings.ssl:
         return None
     context = ssl.create_default_context(cafile=settings.ssl.get("ca") or None)
