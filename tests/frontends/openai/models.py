@@ -210,6 +210,37 @@ parameters { key: "openai.output.text" value { string_value: "TEXT" } }
 
 NARROW_MODEL = UPPER_MODEL.replace("return out", "import time; time.sleep(0.5); return out")
 
+# A streaming ensemble: "prefix" (a preprocessing step) then the decoupled "words".
+PREFIX_CONFIG = """
+backend: "python"
+max_batch_size: 0
+input [ { name: "IN" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "OUT" data_type: TYPE_STRING dims: [ 1 ] } ]
+"""
+
+PREFIX_MODEL = EXCLAIM_MODEL.replace(
+    'np.array([[t + b"!"] for t in text[:, 0]], dtype=np.object_)',
+    'np.array([b"start " + t for t in text], dtype=np.object_)',
+)
+
+STREAMING_PIPELINE_CONFIG = """
+platform: "ensemble"
+max_batch_size: 0
+input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "text_output" data_type: TYPE_STRING dims: [ 1 ] } ]
+ensemble_scheduling {
+  step [
+    { model_name: "prefix" model_version: -1
+      input_map { key: "IN" value: "text_input" }
+      output_map { key: "OUT" value: "prefixed" } },
+    { model_name: "words" model_version: -1
+      input_map { key: "text_input" value: "prefixed" }
+      output_map { key: "text_output" value: "text_output" } }
+  ]
+}
+parameters { key: "openai.api" value { string_value: "chat,completions" } }
+"""
+
 # Not opted in: a plain model the OpenAI API must not serve.
 PLAIN_CONFIG = EXCLAIM_CONFIG
 
@@ -229,6 +260,8 @@ def build(root: Path) -> Path:
         "broken": (BROKEN_CONFIG, WORDS_MODEL),
         "narrow": (NARROW_CONFIG, NARROW_MODEL),
         "pipeline": (PIPELINE_CONFIG, None),
+        "prefix": (PREFIX_CONFIG, PREFIX_MODEL),
+        "streaming_pipeline": (STREAMING_PIPELINE_CONFIG, None),
     }
     for name, (config, model) in models.items():
         folder = root / name

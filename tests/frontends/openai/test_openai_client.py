@@ -164,6 +164,19 @@ def test_an_ensemble_serves_completions(client: openai.OpenAI) -> None:
     assert answer.choices[0].text == "HEY [batch 1]!"
 
 
+def test_an_ensemble_with_a_decoupled_step_streams(client: openai.OpenAI) -> None:
+    chunks = list(
+        client.chat.completions.create(
+            model="streaming_pipeline", messages=[{"role": "user", "content": "a b"}], stream=True
+        )
+    )
+    deltas = [c.choices[0].delta.content for c in chunks if c.choices[0].delta.content]
+    # the default template gives "user: a b\nassistant:", the prefix step puts "start "
+    # before it, the decoupled step streams its words reversed
+    assert deltas == ["assistant: ", "b ", "a ", "user: ", "start "]
+    assert chunks[-1].choices[0].finish_reason == "stop"
+
+
 def test_async_client_concurrent_requests(base_url: str) -> None:
     async def main() -> list[str]:
         client = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
