@@ -61,6 +61,32 @@ class Channel:
                 if self._sleepers:
                     self._cv.notify_all()
 
+    def poll(self) -> None:
+        """Dispatch the frames already here, without waiting; nothing when another thread
+        reads (it dispatches them as they come)."""
+        with self._lock:
+            if self._reader is not None:
+                return
+            self._reader = threading.get_ident()
+        try:
+            link = self.link
+            while True:
+                try:
+                    data, fds = _wire.recv_frame(link.sock, wait=False)
+                except BlockingIOError:
+                    return
+                if not data:
+                    os._exit(0)
+                mtype, seq, body = link.decode(data, fds)
+                if mtype != _wire.SEGMENT:
+                    self.handlers[mtype](body)
+                    link.consumed(seq)
+        finally:
+            with self._lock:
+                self._reader = None
+                if self._sleepers:
+                    self._cv.notify_all()
+
     def _sleep(self) -> None:
         """``_cv.wait()``, counted; call with the lock held."""
         self._sleepers += 1

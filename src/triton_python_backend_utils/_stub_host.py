@@ -29,6 +29,10 @@ class _Call:
         self.future: asyncio.Future[Any] | None = None
 
 
+#: is_cancelled()'s states: asked the server; sent a response since; cancelled
+_ASKED, _SENT, _CANCELLED = 1, 2, 3
+
+
 class StubHost:
     def __init__(self, channel: Channel, runner: ModelRunner) -> None:
         self.channel = channel
@@ -38,8 +42,11 @@ class StubHost:
         self.iterative = runner.iterative
         self._ids = itertools.count(1)
         self._calls: dict[int, _Call] = {}
+        #: handle -> what is_cancelled() knows of a request that asked it (see there)
+        self._asked: dict[int, int] = {}
         channel.handlers[_wire.BLS_RESPONSE] = self._on_bls_response
         channel.handlers[_wire.CONTROL_REPLY] = self._on_control_reply
+        channel.handlers[_wire.CANCELLED] = self._on_cancelled
 
     # -- responses ------------------------------------------------------------
 
@@ -74,13 +81,36 @@ class StubHost:
             body["h"] = request._handle
             body["f"] = final
             link.send(_wire.RESPONSE, body)
+        if final:
+            self._asked.pop(request._handle, None)
+        elif self._asked.get(request._handle) == _ASKED:
+            self._asked[request._handle] = _SENT
 
     def send_error(self, request: InferenceRequest, message: str) -> None:
         with self.link.lock:
             self.link.send(_wire.RESPONSE, {"h": request._handle, "f": True, "e": [1, message]})
+        self._asked.pop(request._handle, None)
 
     def is_cancelled(self, request: InferenceRequest) -> bool:
-        return bool(self.model_control("cancelled", h=request._handle))
+        """Asks the server, unless a response went out since this request last asked:
+        the server, as it takes each response of a request that asked, tells the stub
+        (CANCELLED) when it is cancelled, so the answer is already here or on its way.
+        A model that checks once per token sent then pays no round trip per token; one
+        that checks without sending asks each time, as before."""
+        handle = request._handle
+        if self._asked.get(handle) == _SENT:
+            self._asked[handle] = _ASKED
+            self.channel.poll()  # the CANCELLED frames already here
+            return self._asked.get(handle) == _CANCELLED
+        if self._asked.get(handle) == _CANCELLED:
+            return True
+        cancelled = bool(self.model_control("cancelled", h=handle))
+        self._asked[handle] = _CANCELLED if cancelled else _ASKED
+        return cancelled
+
+    def _on_cancelled(self, body: Any) -> None:
+        if body["h"] in self._asked:  # not after its final response
+            self._asked[body["h"]] = _CANCELLED
 
     def log(self, level: int, message: str) -> None:
         with self.link.lock:

@@ -26,6 +26,7 @@ from triton_python_backend_utils._dtypes import TYPE_BYTES, deserialize_bytes_te
 
 # server -> stub
 INIT, EXECUTE, BLS_RESPONSE, CONTROL_REPLY, IS_READY, FINALIZE = 1, 2, 3, 4, 5, 6
+CANCELLED = 7  # a request that asked is_cancelled() was cancelled since (see _stub_host)
 # stub -> server
 READY, RESPONSE, EXEC_DONE, BLS, BLS_CANCEL, CONTROL, LOG, IS_READY_REPLY, FINALIZED = (
     21,
@@ -60,9 +61,12 @@ def encode(mtype: int, seq: int, body: Any) -> bytes:
     return HEADER.pack(mtype, seq) + _dumps(body, MARSHAL_VERSION)
 
 
-def recv_frame(sock: socket.socket) -> tuple[bytes, list[int]]:
-    """One frame and the file descriptors sent with it; ``b""`` at end of stream."""
-    data, anc, flags, _ = sock.recvmsg(MAX_FRAME + HEADER.size, _ANC)
+def recv_frame(sock: socket.socket, wait: bool = True) -> tuple[bytes, list[int]]:
+    """One frame and the file descriptors sent with it; ``b""`` at end of stream.
+    Without ``wait``, BlockingIOError when no frame is there yet."""
+    data, anc, flags, _ = sock.recvmsg(
+        MAX_FRAME + HEADER.size, _ANC, 0 if wait else socket.MSG_DONTWAIT
+    )
     fds: list[int] = []
     for level, kind, payload in anc:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
