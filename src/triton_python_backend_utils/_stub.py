@@ -177,6 +177,8 @@ class Stub:
         self, batch: int, requests: list[InferenceRequest], responses: Any, ran: bool = True
     ) -> None:
         """Report the batch done; ``ran``: ``execute`` returned normally, so release flags are set."""
+        if responses is not None:  # a non-decoupled batch: its requests are done
+            self.host.forget(requests)
         link = self.link
         with link.lock:
             if ran and self.runner.iterative:
@@ -218,6 +220,7 @@ class Stub:
             if batch is not None:
                 self._done(batch, requests, None, ran=False)
             return
+        self.host.forget(requests)
         with self.link.lock:
             self.link.send(_wire.EXEC_DONE, {"b": batch, "e": message})
 

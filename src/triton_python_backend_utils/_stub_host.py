@@ -92,17 +92,20 @@ class StubHost:
         self._asked.pop(request._handle, None)
 
     def is_cancelled(self, request: InferenceRequest) -> bool:
-        """Asks the server, unless a response went out since this request last asked:
-        the server, as it takes each response of a request that asked, tells the stub
-        (CANCELLED) when it is cancelled, so the answer is already here or on its way.
-        A model that checks once per token sent then pays no round trip per token; one
-        that checks without sending asks each time, as before."""
+        """Asks the server only when this request has sent nothing since it last asked.
+
+        The server tells the stub (CANCELLED) when it takes a response of a request
+        that was cancelled, so after a response the answer is already here or on its
+        way; a request just delivered was not cancelled when it was dispatched (the
+        scheduler drops those).  A model that checks once per token it sends then
+        pays no round trip per token; one that checks again without sending asks."""
         handle = request._handle
-        if self._asked.get(handle) == _SENT:
+        state = self._asked.get(handle)
+        if state is None or state == _SENT:
             self._asked[handle] = _ASKED
             self.channel.poll()  # the CANCELLED frames already here
             return self._asked.get(handle) == _CANCELLED
-        if self._asked.get(handle) == _CANCELLED:
+        if state == _CANCELLED:
             return True
         cancelled = bool(self.model_control("cancelled", h=handle))
         self._asked[handle] = _CANCELLED if cancelled else _ASKED
@@ -111,6 +114,11 @@ class StubHost:
     def _on_cancelled(self, body: Any) -> None:
         if body["h"] in self._asked:  # not after its final response
             self._asked[body["h"]] = _CANCELLED
+
+    def forget(self, requests: list[InferenceRequest]) -> None:
+        """A non-decoupled batch is done: its requests ask nothing more."""
+        for request in requests:
+            self._asked.pop(request._handle, None)
 
     def log(self, level: int, message: str) -> None:
         with self.link.lock:

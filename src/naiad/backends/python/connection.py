@@ -67,15 +67,13 @@ class ServerLink(Link):
 class _Live:
     """A request the stub holds: its pinned inputs and, for default mode, its sent response."""
 
-    __slots__ = ("request", "pins", "held", "batch_done", "asked")
+    __slots__ = ("request", "pins", "held", "batch_done")
 
     def __init__(self, request: InferenceRequest) -> None:
         self.request = request
         self.pins: list[Segment] = []
         self.held: InferenceResponse | None = None
         self.batch_done = False
-        #: the model asked is_cancelled() for it: tell the stub when it is cancelled
-        self.asked = False
 
 
 class StubConnection:
@@ -217,7 +215,7 @@ class StubConnection:
         if final:
             del self._live[handle]
             self._release(entry)
-        elif entry.asked and entry.request.cancelled:
+        elif entry.request.cancelled:
             self.link.send(_wire.CANCELLED, {"h": handle})  # see the stub's is_cancelled
         sink = entry.request.response_sink
         assert sink is not None
@@ -271,8 +269,6 @@ class StubConnection:
     def _on_control(self, body: dict[str, Any]) -> None:
         if body["op"] == "cancelled":
             entry = self._live.get(body["h"])
-            if entry is not None:
-                entry.asked = True
             self._reply(body["i"], entry is not None and entry.request.cancelled, None)
             return
         self._spawn(self._control(body))
