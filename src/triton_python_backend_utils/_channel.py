@@ -46,20 +46,10 @@ class Channel:
                     break
                 self._sleep()
         try:
-            link = self.link
             while not done():
-                data, fds = _wire.recv_frame(link.sock)
-                if not data:
-                    os._exit(0)  # the server went away: nothing left to serve
-                mtype, seq, body = link.decode(data, fds)
-                if mtype != _wire.SEGMENT:
-                    self.handlers[mtype](body)
-                    link.consumed(seq)
+                self._dispatch(wait=True)
         finally:
-            with self._lock:
-                self._reader = None
-                if self._sleepers:
-                    self._cv.notify_all()
+            self._pass_on()
 
     def poll(self) -> None:
         """Dispatch the frames already here, without waiting; nothing when another thread
@@ -69,23 +59,32 @@ class Channel:
                 return
             self._reader = threading.get_ident()
         try:
-            link = self.link
-            while True:
-                try:
-                    data, fds = _wire.recv_frame(link.sock, wait=False)
-                except BlockingIOError:
-                    return
-                if not data:
-                    os._exit(0)
-                mtype, seq, body = link.decode(data, fds)
-                if mtype != _wire.SEGMENT:
-                    self.handlers[mtype](body)
-                    link.consumed(seq)
+            while self._dispatch(wait=False):
+                pass
         finally:
-            with self._lock:
-                self._reader = None
-                if self._sleepers:
-                    self._cv.notify_all()
+            self._pass_on()
+
+    def _dispatch(self, wait: bool) -> bool:
+        """Read one frame and hand it to its handler; False when none was there."""
+        link = self.link
+        try:
+            data, fds = _wire.recv_frame(link.sock, wait)
+        except BlockingIOError:  # only without ``wait``
+            return False
+        if not data:
+            os._exit(0)  # the server went away: nothing left to serve
+        mtype, seq, body = link.decode(data, fds)
+        if mtype != _wire.SEGMENT:
+            self.handlers[mtype](body)
+            link.consumed(seq)
+        return True
+
+    def _pass_on(self) -> None:
+        """Give up the reader role to whoever sleeps waiting for it."""
+        with self._lock:
+            self._reader = None
+            if self._sleepers:
+                self._cv.notify_all()
 
     def _sleep(self) -> None:
         """``_cv.wait()``, counted; call with the lock held."""

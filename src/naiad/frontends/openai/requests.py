@@ -106,31 +106,15 @@ def chat(doc: dict[str, Any]) -> ChatRequest:
 
 
 def completion(doc: dict[str, Any]) -> CompletionRequest:
-    prompt = _required(doc, "prompt")
-    prompts = prompt if isinstance(prompt, list) else [prompt]
-    if not prompts:
-        raise BadField("prompt", "Invalid 'prompt': empty array.")
-    for p in prompts:
-        if isinstance(p, (int, list)) and not isinstance(p, bool):
-            raise BadField("prompt", "Invalid 'prompt': token ids are not supported, send text.")
-        if not isinstance(p, str):
-            raise _type("prompt", "a string or an array of strings", prompt)
+    prompts = _texts(doc, "prompt")
     echo = _bool(doc, "echo", False)
     return CompletionRequest(_model(doc), prompts, _sampling(doc, logprobs_kind=int), echo)
 
 
 def embedding(doc: dict[str, Any]) -> EmbeddingRequest:
-    value = _required(doc, "input")
-    inputs = value if isinstance(value, list) else [value]
-    if not inputs:
-        raise BadField("input", "Invalid 'input': empty array.")
-    for text in inputs:
-        if isinstance(text, (int, list)) and not isinstance(text, bool):
-            raise BadField("input", "Invalid 'input': token ids are not supported, send text.")
-        if not isinstance(text, str):
-            raise _type("input", "a string or an array of strings", value)
-        if not text:
-            raise BadField("input", "Invalid 'input': the strings must not be empty.")
+    inputs = _texts(doc, "input")
+    if not all(inputs):
+        raise BadField("input", "Invalid 'input': the strings must not be empty.")
     fmt = doc.get("encoding_format", "float")
     if fmt not in ("float", "base64"):
         raise BadField("encoding_format", f"Invalid value for 'encoding_format': {fmt!r}. "
@@ -227,6 +211,21 @@ def _text_part(part: Any, where: str) -> str:
     if not isinstance(text, str):
         raise _type(f"{where}.text", "a string", text)
     return text
+
+
+def _texts(doc: dict[str, Any], name: str) -> list[str]:
+    """A field that is a string or a list of them (token ids are refused: naiad sends
+    the model text)."""
+    value = _required(doc, name)
+    texts = value if isinstance(value, list) else [value]
+    if not texts:
+        raise BadField(name, f"Invalid '{name}': empty array.")
+    for text in texts:
+        if isinstance(text, (int, list)) and not isinstance(text, bool):
+            raise BadField(name, f"Invalid '{name}': token ids are not supported, send text.")
+        if not isinstance(text, str):
+            raise _type(name, "a string or an array of strings", value)
+    return texts
 
 
 def _stop(value: Any) -> list[str]:
