@@ -241,6 +241,41 @@ ensemble_scheduling {
 parameters { key: "openai.api" value { string_value: "chat,completions" } }
 """
 
+# A BLS pipeline: calls the decoupled "words" and streams its responses back upper-cased.
+RELAY_CONFIG = """
+backend: "python"
+max_batch_size: 0
+model_transaction_policy { decoupled: true }
+input [ { name: "text_input" data_type: TYPE_STRING dims: [ 1 ] } ]
+output [ { name: "text_output" data_type: TYPE_STRING dims: [ 1 ] } ]
+parameters { key: "openai.api" value { string_value: "completions" } }
+"""
+
+RELAY_MODEL = """
+import numpy as np
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        for request in requests:
+            sender = request.get_response_sender()
+            text = pb_utils.get_input_tensor_by_name(request, "text_input")
+            call = pb_utils.InferenceRequest(
+                model_name="words", inputs=[text], requested_output_names=["text_output"]
+            )
+            for response in call.exec(decoupled=True):
+                if response.has_error():
+                    raise pb_utils.TritonModelException(response.error().message())
+                out = pb_utils.get_output_tensor_by_name(response, "text_output")
+                if out is None:
+                    continue
+                upper = np.array([t.upper() for t in out.as_numpy()], dtype=np.object_)
+                sender.send(pb_utils.InferenceResponse([pb_utils.Tensor("text_output", upper)]))
+            sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+        return None
+"""
+
 # Not opted in: a plain model the OpenAI API must not serve.
 PLAIN_CONFIG = EXCLAIM_CONFIG
 
@@ -262,6 +297,7 @@ def build(root: Path) -> Path:
         "pipeline": (PIPELINE_CONFIG, None),
         "prefix": (PREFIX_CONFIG, PREFIX_MODEL),
         "streaming_pipeline": (STREAMING_PIPELINE_CONFIG, None),
+        "relay": (RELAY_CONFIG, RELAY_MODEL),
     }
     for name, (config, model) in models.items():
         folder = root / name

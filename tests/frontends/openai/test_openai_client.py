@@ -177,6 +177,11 @@ def test_an_ensemble_with_a_decoupled_step_streams(client: openai.OpenAI) -> Non
     assert chunks[-1].choices[0].finish_reason == "stop"
 
 
+def test_a_bls_pipeline_streams(client: openai.OpenAI) -> None:
+    chunks = list(client.completions.create(model="relay", prompt="a b c", stream=True))
+    assert [c.choices[0].text for c in chunks if c.choices[0].text] == ["C ", "B ", "A "]
+
+
 def test_async_client_concurrent_requests(base_url: str) -> None:
     async def main() -> list[str]:
         client = openai.AsyncOpenAI(base_url=base_url, api_key="unused", max_retries=0)
