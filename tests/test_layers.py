@@ -34,7 +34,7 @@ LAYERS: list[set[str]] = [
     {"naiad.options", "naiad.tracing"},
     {"naiad.scheduling"},
     {"naiad.backends"},
-    {"naiad.config", "naiad.repository", "naiad.metrics"},
+    {"naiad.config", "naiad.repository", "naiad.metrics", "naiad.functions"},
     {
         "naiad.core",
         "naiad.logs",

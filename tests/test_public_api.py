@@ -18,7 +18,10 @@ def test_public_names():
         "Runner",
         "Server",
         "ServerOptions",
+        "Tensor",
         "__version__",
+        "batch",
+        "model",
     ]
     assert sorted(naiad.runner.__all__) == [
         "InferResult",

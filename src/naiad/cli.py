@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from naiad._version import TRITON_VERSION, __version__
+from naiad.options import ServerOptions
 from naiad.options.flags import add_flag, add_serve_flags, options_from_args
 from naiad.tools import COMMANDS
 
@@ -44,6 +45,11 @@ def build_parser() -> argparse.ArgumentParser:
         "until SIGINT or SIGTERM, which drain in-flight requests. Switches take "
         "Triton's --flag=true/false spelling; --flag alone is true.",
     )
+    serve.add_argument(
+        "apps", nargs="*", metavar="APP",
+        help="Python files or modules (app.py, package.module[:name]) whose @naiad.model "
+        "functions are served too (docs/python-models.md)",
+    )  # fmt: skip
     add_serve_flags(serve)
 
     check = sub.add_parser("check", help="validate a model repository and print every problem")
@@ -85,6 +91,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.command == "check":
         return check(args)
     options = options_from_args(args)
+    if args.apps:
+        options = _with_apps(options, args)
     if options.workers > 1:
         from naiad.cluster import supervisor
 
@@ -93,6 +101,28 @@ def main(argv: Sequence[str] | None = None) -> int:
     from naiad import foreground
 
     return foreground.run(options)
+
+
+def _with_apps(options: ServerOptions, args: argparse.Namespace) -> ServerOptions:
+    """The apps' models as one more repository (in a temporary folder); without
+    --model-repository, only them (not the bundled examples)."""
+    import atexit
+    import dataclasses
+    import shutil
+    import tempfile
+
+    from naiad.functions.export import serve_apps
+    from naiad.functions.spec import SpecError
+
+    folder = Path(tempfile.mkdtemp(prefix="naiad-apps-"))
+    atexit.register(shutil.rmtree, folder, True)
+    try:
+        serve_apps(list(args.apps), folder)
+    except (SpecError, OSError) as exc:
+        raise SystemExit(f"naiad: {exc}") from None
+    given = [r for r in (args.model_repository or ()) if r]
+    repos = (*options.model_repositories, folder) if given else (folder,)
+    return dataclasses.replace(options, model_repositories=repos)
 
 
 if __name__ == "__main__":

@@ -12,7 +12,7 @@ import importlib
 import logging
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import numpy as np
 
@@ -26,6 +26,9 @@ from naiad.loop_thread import LoopThread
 from naiad.options.declarations import ServerOptions
 from naiad.repository import is_url
 
+if TYPE_CHECKING:
+    from naiad.functions import FunctionModel
+
 log = logging.getLogger("naiad")
 T = TypeVar("T")
 
@@ -36,6 +39,19 @@ FRONTENDS = (
     ("grpc", "naiad.frontends.grpc"),
     ("metrics", "naiad.frontends.metrics"),
 )
+
+
+def _repository_of(models: list[FunctionModel]) -> Path:
+    """A temporary repository for ``models``, removed when the program exits."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from naiad.functions.export import repository_of
+
+    folder = Path(tempfile.mkdtemp(prefix="naiad-models-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return repository_of(models, folder, in_process=True)
 
 
 class Server:
@@ -54,14 +70,17 @@ class Server:
         grpc_port: int | None = None,
         metrics_port: int | None = None,
         address: str = "127.0.0.1",
+        models: Sequence[FunctionModel] = (),
         **settings: Any,
     ) -> None:
         if options is None:
             repos = (
                 [model_repository]
                 if isinstance(model_repository, (str, Path))
-                else model_repository
+                else list(model_repository)
             )
+            if models:  # @naiad.model objects: one more repository, called in this process
+                repos = [*repos, _repository_of(list(models))]
             options = ServerOptions(
                 model_repositories=tuple(str(r) if is_url(str(r)) else Path(r) for r in repos),
                 http_port=-1 if http_port is None else http_port,

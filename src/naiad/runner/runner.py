@@ -16,7 +16,7 @@ import threading
 import weakref
 from collections.abc import AsyncIterator, Iterator, Sequence
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 from naiad.core.errors import InvalidArgument, Kind, NaiadError, Unavailable
 from naiad.loop_thread import LoopThread
@@ -30,6 +30,30 @@ from naiad.runner.result import InferResult
 from naiad.runner.signature import Signature
 
 T = TypeVar("T")
+
+if TYPE_CHECKING:
+    from naiad.functions import FunctionModel
+
+
+def _repositories(given: str | Path | Sequence[str | Path] | None) -> list[str | Path]:
+    if given is None:
+        return []
+    return [given] if isinstance(given, (str, Path)) else list(given)
+
+
+def _functions(models: list[FunctionModel], in_process: bool) -> Path:
+    """A temporary repository for ``models``: the embedded server calls the objects; a
+    child server imports their files."""
+    import atexit
+    import shutil
+    import tempfile
+
+    from naiad.functions.export import repository_of
+
+    folder = Path(tempfile.mkdtemp(prefix="naiad-models-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return repository_of(models, folder, in_process)
+
 
 SERVER_TYPES = ("embedded", "grpc", "http")
 _SCHEMES = {"http": ("http", False), "https": ("http", True), "grpc": ("grpc", False),
@@ -60,15 +84,16 @@ class Runner(Management):
         url: str | None = None,
         metrics_url: str | None = None,
         startup_timeout: float = 120.0,
+        models: Sequence[FunctionModel] = (),
     ) -> None:
         self.name = name
         self.url = url
         self.metrics_url = metrics_url
         self.startup_timeout = startup_timeout
         if url is not None:
-            if model_repository is not None or cli_args:
+            if model_repository is not None or cli_args or models:
                 raise InvalidArgument(
-                    "model_repository= and cli_args= configure a server the runner starts; "
+                    "model_repository=, cli_args= and models= configure a server the runner starts; "
                     "with url= the server runs already"
                 )
             self.server_type, self._ssl, self._address = _endpoint(url, server_type)
@@ -79,6 +104,9 @@ class Runner(Management):
                 raise InvalidArgument(
                     f"server_type must be one of {', '.join(SERVER_TYPES)}; got '{server_type}'"
                 )
+            if models:  # @naiad.model objects as one more repository
+                model_repository = [*_repositories(model_repository), _functions(
+                    list(models), in_process=self.server_type == "embedded")]  # fmt: skip
             self._serve_args = ServeArgs.parse(model_repository, cli_args)
         self._lock = threading.Lock()
         self._resources = Resources()
