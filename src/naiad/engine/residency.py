@@ -415,6 +415,8 @@ class Residency:
         if any(_busy(mv) for mv in entry.versions.values()):
             return False
         for ensemble in self.control.loader.dependencies.dependents_of(name):
+            if ensemble in self._loads:  # its load needs its steps: making room for it
+                return False  # must not unload one (the load would fail, step missing)
             user = self.registry.models.get(ensemble)
             if user is not None and user.ready_versions():
                 return False
