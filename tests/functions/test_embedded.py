@@ -4,6 +4,7 @@ repository, called in this process (embedded) or imported by a child server."""
 from __future__ import annotations
 
 import shutil
+from collections.abc import Iterator
 from pathlib import Path
 from types import ModuleType
 
@@ -66,3 +67,19 @@ def test_a_function_that_raises_fails_its_request_only(app: ModuleType) -> None:
             server.infer("fail", {"x": np.ones(1, np.float32)})
         assert server.infer("greet", {"name": np.array([b"a"], dtype=object)})["output"].tolist() == [
             b"hello a"]  # fmt: skip
+
+
+def test_a_generator_behind_the_openai_api() -> None:
+    import openai
+
+    @naiad.model(parameters={"openai.api": "completions", "openai.input.text": "prompt",
+                             "openai.output.text": "output"})  # fmt: skip
+    def echo_words(prompt: str) -> Iterator[str]:
+        for word in prompt.split():
+            yield word.upper() + " "
+
+    with naiad.Server(models=[echo_words], http_port=0) as server:
+        url = f"http://127.0.0.1:{server.http_port}/v1"
+        with openai.OpenAI(base_url=url, api_key="x", max_retries=0) as client:
+            chunks = list(client.completions.create(model="echo_words", prompt="a b", stream=True))
+    assert [c.choices[0].text for c in chunks if c.choices[0].text] == ["A ", "B "]
