@@ -381,6 +381,11 @@ class ServerOptions:
         True, "--allow-dashboard", FRONTENDS,
         "serve the web dashboard at /dashboard/ on the HTTP port (docs/dashboard.md)",
     )  # fmt: skip
+    allow_docs: bool = option(
+        True, "--allow-docs", FRONTENDS,
+        "serve Swagger UI at /docs on the HTTP port, to try each model (needs naiad[docs]; "
+        "docs/openapi.md)",
+    )  # fmt: skip
     allow_openai: bool = option(
         True, "--allow-openai", FRONTENDS,
         "serve the OpenAI-compatible API at /v1 on the HTTP port, for the models that opt "

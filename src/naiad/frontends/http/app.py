@@ -1,5 +1,5 @@
 """Dispatch: refuse what a web page must not do (``browsers``), route (the v2 API, the
-OpenAI API under ``/v1``, else the dashboard), check the method and restricted-API header, call the endpoint.
+OpenAPI documents and ``/docs``, the OpenAI API under ``/v1``, else the dashboard), check the method and restricted-API header, call the endpoint.
 
 The only place where errors turn into HTTP responses for synchronous
 endpoints (asynchronous ones are caught by the connection the same way).
@@ -18,6 +18,7 @@ from naiad.frontends.http.browsers import BrowserGuard, HeaderStream
 from naiad.frontends.http.dashboard import Dashboard
 from naiad.frontends.http.infer import InferEndpoint
 from naiad.frontends.http.message import Request, Response, error_response, naiad_error_response
+from naiad.frontends.http.openapi import SERVER_DOCUMENT, OpenApi
 from naiad.frontends.http.restricted import Rule, permits, refusal_message
 
 if TYPE_CHECKING:
@@ -41,6 +42,7 @@ ENDPOINTS: dict[str, tuple[tuple[str, ...], str]] = {
     "server_metadata": (GET, "metadata"),
     "model_metadata": (GET, "metadata"),
     "model_config": (GET, "model-config"),
+    "model_openapi": (GET, "metadata"),
     "infer": (POST, "inference"),
     "generate": (POST, "inference"),
     "generate_stream": (POST, "inference"),
@@ -88,7 +90,9 @@ class HttpApp:
         forward = re.compile(str(pattern), re.IGNORECASE) if pattern else None
         self.infer = InferEndpoint(dataplane, options.http_max_input_size, forward)
         dp = dataplane
+        self.openapi = OpenApi(dp, options.allow_docs)
         self.table: dict[str, Callable[..., Result]] = {
+            "model_openapi": self.openapi.model,
             "infer": self.infer,
             "generate": lambda req, *a: generate.generate(dp, req, *a),
             "generate_stream": lambda req, *a: generate.generate_stream(dp, req, *a),
@@ -129,6 +133,11 @@ class HttpApp:
     def _route(self, req: Request) -> Result:
         found = routes.match(req.path)
         if found is None:
+            if req.path == SERVER_DOCUMENT:
+                return self._call(req, GET, "metadata", self.openapi.server, ())
+            docs = self.openapi.swagger.match(req.path) if self.openapi.swagger else None
+            if docs is not None:  # Swagger UI's files hold no server data
+                return self._call(req, GET, None, *docs)
             if self.openai is not None and req.path.startswith("/v1/"):
                 return self.openai.handle(req)
             return self._dashboard(req)

@@ -15,7 +15,7 @@ Match = tuple[str, tuple[str, ...]]
 
 _MODEL = re.compile(
     r"/v2/models/([^/]+)(?:/versions/([0-9]+))?"
-    r"(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting))?"
+    r"(?:/(infer|generate|generate_stream|ready|config|stats|trace/setting|openapi\.json))?"
 )
 _HEALTH = re.compile(r"/v2(?:/health/(live|ready))?")
 _SHM = re.compile(
@@ -32,6 +32,7 @@ _MODEL_ENDPOINTS = {
     "config": "model_config",
     "stats": "model_stats",
     "trace/setting": "model_trace",
+    "openapi.json": "model_openapi",  # naiad: docs/openapi.md
 }
 
 _cache: dict[str, Match | None] = {}
