@@ -19,9 +19,12 @@ from naiad.core.errors import InvalidArgument
 from naiad.core.parameters import set_request_parameters
 from naiad.core.types import InferenceRequest, InferInput, RequestedOutput, SharedMemoryRef
 from naiad.core.versions import parse_version
+from naiad.frontends.http.content_types.hinted import Hinted, RawJson
 from naiad.frontends.http.parameters import JSON_PARAMETERS, boolean, uint
 
 _INT_KINDS = "iu"
+#: ``raw`` for a request whose own content type is "json": every input's data as sent.
+_ALL_RAW: frozenset[str] = frozenset({"*"})
 
 
 def parse_json(data: bytes, what: str = "request") -> Any:
@@ -54,13 +57,20 @@ def _shm_ref(params: dict[str, Any], what: str) -> SharedMemoryRef:
 
 
 def decode_infer(
-    model: str, version: str, body: bytes, header_length: int | None
+    model: str,
+    version: str,
+    body: bytes,
+    header_length: int | None,
+    raw: frozenset[str] | None = None,
 ) -> InferenceRequest:
     """An :class:`InferenceRequest` for a JSON or JSON+binary body.
 
     ``header_length`` is the Inference-Header-Content-Length value (None when
     absent: the whole body is JSON).  ``request.context`` carries the
-    request-level ``binary_data_output`` default for the encoder.
+    request-level ``binary_data_output`` default for the encoder, or a
+    :class:`~naiad.frontends.http.content_types.Hinted` holding it when the
+    request names a content type itself.  ``raw``: inputs whose model declares
+    them "json", whose JSON ``data`` is kept as sent for the content pass.
     """
     size = len(body)
     if header_length is None or header_length == size:
@@ -87,12 +97,17 @@ def decode_infer(
         if not isinstance(params, dict):
             raise InvalidArgument("unable to parse 'parameters': expected an object")
         set_request_parameters(request, params, JSON_PARAMETERS)
+        if "content_type" in request.parameters:
+            request.context = Hinted(request.context)
+            kind = request.parameters["content_type"]
+            if kind != "pd":  # a request-level type applies to every input
+                raw = _ALL_RAW if kind == "json" else frozenset()
     inputs = doc.get("inputs")
     if not isinstance(inputs, list):
         raise InvalidArgument("unable to parse 'inputs': expected an array")
     view = memoryview(body) if offset < size else None
     for item in inputs:
-        offset = _input(request, item, view, offset)
+        offset = _input(request, item, view, offset, raw)
     if offset != size:
         raise InvalidArgument(f"unexpected additional input data for model '{model}'")
     outputs = doc.get("outputs")
@@ -100,10 +115,20 @@ def decode_infer(
         if not isinstance(outputs, list):
             raise InvalidArgument("unable to parse 'outputs': expected an array")
         request.outputs = [_output(o) for o in outputs]
+        if request.context.__class__ is bool and any(
+            o.parameters and "content_type" in o.parameters for o in request.outputs
+        ):
+            request.context = Hinted(request.context)
     return request
 
 
-def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset: int) -> int:
+def _input(
+    request: InferenceRequest,
+    item: Any,
+    view: memoryview | None,
+    offset: int,
+    raw: frozenset[str] | None,
+) -> int:
     if not isinstance(item, dict):
         raise InvalidArgument("unable to parse 'inputs': each input must be an object")
     name = item.get("name")
@@ -132,6 +157,9 @@ def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset
             f"'{name}' set {has_data + (binary is not None) + has_shm} of them"
         )
     tensor = InferInput(name, dt, tuple(shape), parameters=params)
+    hint = params.get("content_type") if params else None
+    if hint is not None and request.context.__class__ is bool:
+        request.context = Hinted(request.context)
     if binary is not None:
         nbytes = uint(binary, "binary_data_size")
         end = offset + nbytes
@@ -150,6 +178,8 @@ def _input(request: InferenceRequest, item: Any, view: memoryview | None, offset
     elif has_shm:
         assert params is not None
         tensor.shm = _shm_ref(params, f"input '{name}'")
+    elif (raw is not None and hint is None and (raw is _ALL_RAW or name in raw)) or hint == "json":
+        tensor.data = RawJson(item["data"])  # type: ignore[assignment]  # the content pass reads it
     else:
         count = 1
         for d in shape:

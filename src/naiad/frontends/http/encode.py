@@ -7,6 +7,7 @@ arrays (no copy); the JSON header is built with one ``dumps`` (orjson).
 from __future__ import annotations
 
 import json
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -84,9 +85,16 @@ def binary_choices(request: InferenceRequest) -> tuple[bool, dict[str, bool] | N
 
 
 def encode_infer(
-    request: InferenceRequest, response: InferenceResponse, force_binary: bool = False
+    request: InferenceRequest,
+    response: InferenceResponse,
+    force_binary: bool = False,
+    codecs: Mapping[str, tuple[str, Callable[[OutputTensor], list[Any]]]] | None = None,
 ) -> tuple[bytes, list[Blob], bool]:
-    """``(json_header, binary_blobs, any_binary)``; clients then expect the header length."""
+    """``(json_header, binary_blobs, any_binary)``; clients then expect the header length.
+
+    ``codecs``: outputs with a content type (frontends/http/content_types), written as
+    their codec says when they go as JSON.
+    """
     default, explicit = binary_choices(request)
     if force_binary:
         default, explicit = True, None
@@ -108,6 +116,10 @@ def encode_infer(
                 any_binary = True
                 if size:
                     blobs.append(blob)
+            elif codecs is not None and tensor.name in codecs:
+                kind, write = codecs[tensor.name]
+                entry["parameters"] = {"content_type": kind}
+                entry["data"] = write(tensor)
             else:
                 entry["data"] = tensor_json(tensor)
         outputs.append(entry)

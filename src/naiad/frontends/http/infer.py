@@ -14,6 +14,7 @@ from naiad.core.errors import InvalidArgument, NaiadError
 from naiad.core.parameters import forward_header
 from naiad.core.types import InferenceRequest
 from naiad.frontends.http import compression
+from naiad.frontends.http.content_types import ContentTypes, Hinted, decode_content
 from naiad.frontends.http.encode import encode_infer
 from naiad.frontends.http.message import JSON, OCTET, Request, Response, error_response
 from naiad.frontends.http.templates import Templates
@@ -32,6 +33,7 @@ class InferEndpoint:
         self.limit = limit
         self.forward = forward
         self.templates = Templates()
+        self.content = ContentTypes(dataplane)
 
     async def __call__(self, req: Request, name: str, version: str) -> Response:
         headers = req.headers
@@ -52,13 +54,19 @@ class InferEndpoint:
                 raise InvalidArgument(f"Unable to parse inference header size, got: '{raw}'")
             header_length = int(raw)
         force_binary = header_length == 0
+        # The model's content types (None: it declares none, the plain tensor path).
+        plan = self.content.declared(name, version)
         if force_binary:
             # Raw binary: the body is the single input's data, its shape deduced.
             await self.dp.resident(name)  # the shape comes from the model's signature
             request = self.dp.raw_binary_request(name, version, body)
             request.context = True  # outputs binary as well
         else:
-            request = self.templates.decode(name, version, body, header_length)
+            declared = plan.raw if plan is not None else None
+            request = self.templates.decode(name, version, body, header_length, declared)
+        codecs = None
+        if plan is not None or request.context.__class__ is Hinted:
+            codecs = await decode_content(request, plan or self.content.plan(name, version))
         if self.forward is not None:
             self._forward_headers(request, headers)
         traceparent = headers.get("traceparent")
@@ -66,7 +74,7 @@ class InferEndpoint:
             request.trace_context = _trace_context(traceparent, headers.get("tracestate"))
         req.core = request
         response = await self.dp.infer(request, endpoint="HTTP end point")
-        header, blobs, any_binary = encode_infer(request, response, force_binary)
+        header, blobs, any_binary = encode_infer(request, response, force_binary, codecs)
         if any_binary:
             out = Response(
                 200,

@@ -46,18 +46,23 @@ class Templates:
         self._kept: dict[tuple[str, str, bytes], _Kept] = {}
 
     def decode(
-        self, model: str, version: str, body: bytes, header_length: int | None
+        self,
+        model: str,
+        version: str,
+        body: bytes,
+        header_length: int | None,
+        raw: frozenset[str] | None = None,
     ) -> InferenceRequest:
         """``decode_infer``'s request, from a template when the header repeats one."""
         size = len(body)
         if header_length is None or not 0 < header_length < size or header_length > LONGEST_HEADER:
-            return decode_infer(model, version, body, header_length)
+            return decode_infer(model, version, body, header_length, raw)
         key = (model, version, body[:header_length])
         kept = self._kept.get(key)
         if kept is not None and kept.size == size:
             view = memoryview(body)
             return kept.template.request([view[start:end] for start, end in kept.spans])
-        request = decode_infer(model, version, body, header_length)
+        request = decode_infer(model, version, body, header_length, raw)
         if RequestTemplate.fits(request):
             spans = []
             start = header_length
