@@ -188,6 +188,17 @@ class Backend(abc.ABC):
         ``config`` in place.  The default completes nothing.
         """
 
+    def auto_complete_with_options(
+        self, config: ModelConfig, model_dir: Path, version: int, options: Mapping[str, str]
+    ) -> None:
+        """``auto_complete_config`` given the backend's ``--backend-config`` settings.
+
+        What the loader calls.  A backend whose model file may only be opened
+        with the operator's consent (a pickle) reads that consent here; the
+        default ignores the settings.
+        """
+        self.auto_complete_config(config, model_dir, version)
+
     def runs_in_server(self, ctx: LoadContext) -> bool:
         """Whether the model's instances hold their memory in the server's process (the
         loader measures those creations one at a time, see engine/memory.py)."""

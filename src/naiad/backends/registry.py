@@ -21,6 +21,9 @@ BUILTIN: dict[str, str] = {
     "fil": "naiad.backends.fil:FilBackend",
     "tensorflow": "naiad.backends.tensorflow:TensorFlowBackend",
     "tensorrt": "naiad.backends.tensorrt:TensorRtBackend",
+    "sklearn": "naiad.backends.sklearn:SklearnBackend",
+    "mlflow": "naiad.backends.mlflow:MlflowBackend",
+    "huggingface": "naiad.backends.huggingface:HuggingFaceBackend",
 }
 
 #: The extra that provides a built-in backend's framework, for the error message.
@@ -30,6 +33,9 @@ EXTRAS: dict[str, str] = {
     "fil": "fil",
     "tensorflow": "tensorflow",
     "tensorrt": "tensorrt",
+    "sklearn": "sklearn",
+    "mlflow": "mlflow",
+    "huggingface": "huggingface",
 }
 
 ENTRY_POINT_GROUP = "naiad.backends"

@@ -180,7 +180,46 @@ def _pytorch(config: ModelConfig, version_dir: Path | None) -> bool:
 
 _python = _by_file("python", "model.py")
 
-_RULES = (_tensorflow, _tensorrt, _onnxruntime, _openvino, _pytorch, _python)
+
+#: naiad's backends for saved Python objects, and the files (or folders) that tell
+#: them, in order, when no config names a backend: an MLflow model (``MLmodel`` in
+#: the version folder or in its ``model/`` folder; before scikit-learn, as MLflow's
+#: sklearn flavour holds a ``model.pkl``), a scikit-learn pickle, a Hugging Face
+#: ``save_pretrained`` folder (its weights).  After Triton's rules, so a version
+#: folder that also holds ``model.py`` or ``model.onnx`` stays theirs.
+SAVED_MODEL_FILES: tuple[tuple[str, str], ...] = (
+    ("mlflow", "MLmodel"),
+    ("mlflow", "model/MLmodel"),
+    ("sklearn", "model.joblib"),
+    ("sklearn", "model.pkl"),
+    ("sklearn", "model.pickle"),
+    # save_pretrained's weights (beside its config.json), one file or an index of shards.
+    ("huggingface", "model.safetensors"),
+    ("huggingface", "model.safetensors.index.json"),
+    ("huggingface", "pytorch_model.bin"),
+    ("huggingface", "pytorch_model.bin.index.json"),
+)
+
+
+def _saved_model(config: ModelConfig, version_dir: Path | None) -> bool:
+    if not config.backend and _can_detect(config, version_dir):
+        for backend, filename in SAVED_MODEL_FILES:
+            if _exists(version_dir, filename, directory=False):
+                config.backend = backend
+                break
+    names = [f for b, f in SAVED_MODEL_FILES if b == config.backend]
+    if not names:
+        return False
+    if not config.default_model_filename:
+        # The first of the backend's files the version holds (the file the backend
+        # loads, or for a model that is a folder, "" for the version folder itself).
+        found = next((f for f in names if _exists(version_dir, f, directory=False)), names[0])
+        folder = found.rpartition("/")[0] if "/" in found else ""
+        config.default_model_filename = found if config.backend == "sklearn" else folder
+    return True
+
+
+_RULES = (_tensorflow, _tensorrt, _onnxruntime, _openvino, _pytorch, _python, _saved_model)
 
 
 def _custom_backend(config: ModelConfig, config_path: str) -> None:

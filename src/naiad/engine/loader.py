@@ -163,7 +163,8 @@ class ModelLoader:
         else:
             backend = self.backends.get(backend_name)
             if not self.options.disable_auto_complete_config and first is not None:
-                backend.auto_complete_config(config, source.path, first)
+                settings = self.options.backend_config.get(backend_name, {})
+                backend.auto_complete_with_options(config, source.path, first, settings)
         cfg.normalize(
             config,
             gpus=self.gpus,
