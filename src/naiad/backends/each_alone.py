@@ -9,10 +9,15 @@ so the error reaches only the request that caused it.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+import time
+from collections.abc import Callable, Mapping
 
+import numpy as np
+
+from naiad.backends.base import ModelInstance
+from naiad.core.datatypes import DataType
 from naiad.core.errors import NaiadError
-from naiad.core.types import InferenceRequest, InferenceResponse
+from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 Run = Callable[[list[InferenceRequest]], list[InferenceResponse]]
 
@@ -31,3 +36,32 @@ def run_batch(run: Run, requests: list[InferenceRequest]) -> list[InferenceRespo
         except NaiadError as alone:
             responses.append(InferenceResponse(error=alone))
     return responses
+
+
+class RowsInstance(ModelInstance):
+    """An instance of such a backend: ``_run`` answers a batch, ``execute`` times it and
+    runs it through :func:`run_batch`."""
+
+    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        t0 = time.monotonic_ns()
+        responses = run_batch(self._run, requests)
+        self.compute_ns = (0, time.monotonic_ns() - t0, 0)
+        return responses
+
+    def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
+        raise NotImplementedError
+
+
+def responses(
+    parts: list[dict[str, np.ndarray]], datatypes: Mapping[str, DataType]
+) -> list[InferenceResponse]:
+    """One response per request from its share of each output (``BatchPlan.split``)."""
+    return [
+        InferenceResponse(
+            outputs=[
+                OutputTensor(name, datatypes[name], array.shape, array)
+                for name, array in part.items()
+            ]
+        )
+        for part in parts
+    ]

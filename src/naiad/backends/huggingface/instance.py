@@ -11,16 +11,15 @@ from __future__ import annotations
 
 import io
 import json
-import time
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 import transformers
 
-from naiad.backends.base import InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import run_batch
+from naiad.backends.each_alone import RowsInstance
 from naiad.backends.huggingface import tasks
 from naiad.backends.pickles import inside_model_folder
 from naiad.core import datatypes
@@ -28,7 +27,7 @@ from naiad.core.errors import Internal, InvalidArgument, NaiadError, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 
-class HuggingFaceInstance(ModelInstance):
+class HuggingFaceInstance(RowsInstance):
     def __init__(self, ctx: LoadContext, spec: InstanceSpec, folder: Path) -> None:
         config = ctx.config
         self.where = where = f"model '{config.name}'"
@@ -69,12 +68,6 @@ class HuggingFaceInstance(ModelInstance):
                 f"'{folder}': {_first_line(exc)}"
             ) from None
         self.plan = BatchPlan(config)
-
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
-        t0 = time.monotonic_ns()
-        responses = run_batch(self._run, requests)
-        self.compute_ns = (0, time.monotonic_ns() - t0, 0)
-        return responses
 
     def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         values = list(self.plan.gather(requests)[self.input].reshape(-1))

@@ -10,7 +10,6 @@ one request at a time, so a bad row fails only the request that sent it.
 
 from __future__ import annotations
 
-import time
 import warnings
 from pathlib import Path
 from typing import Any
@@ -19,19 +18,19 @@ import numpy as np
 import pandas as pd
 from mlflow.exceptions import MlflowException
 
-from naiad.backends.base import InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import run_batch
+from naiad.backends.each_alone import RowsInstance, responses
 from naiad.backends.mlflow import schema
 from naiad.backends.pickles import check_pickles_allowed, pickle_in_repository
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, Unavailable
-from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
+from naiad.core.types import InferenceRequest, InferenceResponse
 
 BACKEND = "mlflow"
 
 
-class MlflowInstance(ModelInstance):
+class MlflowInstance(RowsInstance):
     def __init__(self, ctx: LoadContext, spec: InstanceSpec, folder: Path) -> None:
         config = ctx.config
         self.where = where = f"model '{config.name}'"
@@ -69,12 +68,6 @@ class MlflowInstance(ModelInstance):
             self.positional, self.kinds = False, {}
         self.plan = BatchPlan(config)
 
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
-        t0 = time.monotonic_ns()
-        responses = run_batch(self._run, requests)
-        self.compute_ns = (0, time.monotonic_ns() - t0, 0)
-        return responses
-
     def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         feed = self.plan.gather(requests)
         rows = sum(r.batch_size for r in requests)
@@ -88,15 +81,8 @@ class MlflowInstance(ModelInstance):
         except Exception as exc:
             raise Internal(f"{self.where}: predict() failed: {_first_line(exc)}") from None
         produced = {name: self._output(name, result, rows) for name in self.outputs}
-        return [
-            InferenceResponse(
-                outputs=[
-                    OutputTensor(name, self.outputs[name][0], array.shape, array)
-                    for name, array in part.items()
-                ]
-            )
-            for part in self.plan.split(produced, requests)
-        ]
+        types = {name: spec[0] for name, spec in self.outputs.items()}
+        return responses(self.plan.split(produced, requests), types)
 
     def _data(self, feed: dict[str, np.ndarray]) -> Any:
         if not self.columns:

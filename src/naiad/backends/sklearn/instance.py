@@ -9,24 +9,23 @@ request at a time, so the others still get their answers.
 
 from __future__ import annotations
 
-import time
 from typing import Any
 
 import numpy as np
 
-from naiad.backends.base import InstanceSpec, LoadContext, ModelInstance
+from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import run_batch
+from naiad.backends.each_alone import RowsInstance, responses
 from naiad.backends.sklearn.loading import load_estimator
 from naiad.backends.sklearn.rows import Rows
 from naiad.backends.sklearn.signature import dense
 from naiad.config import ModelConfig
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, Unavailable
-from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
+from naiad.core.types import InferenceRequest, InferenceResponse
 
 
-class SklearnInstance(ModelInstance):
+class SklearnInstance(RowsInstance):
     inline_ok = True
 
     def __init__(self, ctx: LoadContext, spec: InstanceSpec) -> None:
@@ -55,25 +54,12 @@ class SklearnInstance(ModelInstance):
                 )
         return Rows(config, estimator)
 
-    def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
-        t0 = time.monotonic_ns()
-        responses = run_batch(self._run, requests)
-        self.compute_ns = (0, time.monotonic_ns() - t0, 0)
-        return responses
-
     def _run(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         x = self.rows(self.plan.gather(requests))
         count = sum(r.batch_size for r in requests) or _row_count(x)
         results = {name: self._call(name, x, count) for name in self._wanted(requests)}
-        return [
-            InferenceResponse(
-                outputs=[
-                    OutputTensor(name, self.outputs[name][0], array.shape, array)
-                    for name, array in produced.items()
-                ]
-            )
-            for produced in self.plan.split(results, requests)
-        ]
+        types = {name: spec[0] for name, spec in self.outputs.items()}
+        return responses(self.plan.split(results, requests), types)
 
     def _wanted(self, requests: list[InferenceRequest]) -> list[str]:
         asked: set[str] = set()
