@@ -23,7 +23,8 @@ class TritonPythonModel:
                 daemon=True,
             )
             thread.start()
-            self.threads.append(thread)
+            # finished threads are dropped, so a long-running server does not keep them all
+            self.threads = [t for t in self.threads if t.is_alive()] + [thread]
         return None
 
     def respond(self, sender, values, delays):
