@@ -20,7 +20,7 @@ import contextlib
 import itertools
 import random
 import time
-from collections.abc import Iterator
+from collections.abc import Awaitable, Callable, Iterator
 from dataclasses import dataclass, field
 
 from naiad.tools.perf.settings import PerfSettings
@@ -155,27 +155,13 @@ class Load:
 
     async def _schedule(self, rate: float, intervals_us: list[float]) -> None:
         """Send at the scheduled times, each request on a free connection."""
-        gaps: Iterator[float] = (
+        spacing: Iterator[float] = (
             itertools.cycle([i / 1e6 for i in intervals_us])
             if intervals_us
-            else _gaps(rate, self.settings.request_distribution)
+            else gaps(rate, self.settings.request_distribution)
         )
-        running: set[asyncio.Task[None]] = set()
         sequences = [_Running(self.sequences) for _ in range(4)] if self.sequences else []
-        loop = asyncio.get_running_loop()
-        due = loop.time()
-        try:
-            for n in itertools.count():
-                due += next(gaps)
-                delay = due - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                task = asyncio.ensure_future(self._scheduled(n, sequences))
-                running.add(task)
-                task.add_done_callback(running.discard)
-        finally:
-            for task in running:
-                task.cancel()
+        await paced(spacing, lambda n: self._scheduled(n, sequences))
 
     async def _scheduled(self, n: int, sequences: list[_Running]) -> None:
         connection = self._idle.pop() if self._idle else await self.target.connect()
@@ -211,7 +197,30 @@ class _Running:
         return request
 
 
-def _gaps(rate: float, distribution: str) -> Iterator[float]:
+async def paced(spacing: Iterator[float], send: Callable[[int], Awaitable[None]]) -> None:
+    """Start ``send(n)`` at the times ``spacing`` spaces out, without waiting for earlier
+    ones (rate mode); until cancelled, which cancels the sends still running."""
+    running: set[asyncio.Future[None]] = set()
+    loop = asyncio.get_running_loop()
+    due = loop.time()
+    try:
+        for n in itertools.count():
+            due += next(spacing)
+            delay = due - loop.time()
+            if delay > 0:
+                await asyncio.sleep(delay)
+            task = asyncio.ensure_future(send(n))
+            running.add(task)
+            task.add_done_callback(running.discard)
+    finally:
+        for pending in list(running):
+            pending.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await pending
+
+
+def gaps(rate: float, distribution: str) -> Iterator[float]:
+    """The seconds between requests at ``rate`` per second: constant, or Poisson."""
     if distribution == "poisson":
         return (random.expovariate(rate) for _ in itertools.count())
     return itertools.repeat(1.0 / rate)

@@ -14,12 +14,11 @@ import asyncio
 import bisect
 import contextlib
 import itertools
-import random
 import time
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 
 from naiad.tools.perf.llm.streams import Generation, Stream, Transport
+from naiad.tools.perf.load import gaps, paced
 from naiad.tools.perf.targets import RequestFailed
 
 
@@ -104,23 +103,7 @@ class LlmLoad:
             await stream.close()
 
     async def _schedule(self, rate: float) -> None:
-        running: set[asyncio.Task[None]] = set()
-        loop = asyncio.get_running_loop()
-        due = loop.time()
-        try:
-            for gap in _gaps(rate, self.distribution):
-                due += gap
-                delay = due - loop.time()
-                if delay > 0:
-                    await asyncio.sleep(delay)
-                task = asyncio.ensure_future(self._scheduled())
-                running.add(task)
-                task.add_done_callback(running.discard)
-        finally:
-            for task in list(running):
-                task.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await task
+        await paced(gaps(rate, self.distribution), lambda _: self._scheduled())
 
     async def _scheduled(self) -> None:
         stream = self._idle.pop() if self._idle else await self.transport.connect()
@@ -137,9 +120,3 @@ class LlmLoad:
             with contextlib.suppress(asyncio.CancelledError):
                 await self._scheduler
             self._scheduler = None
-
-
-def _gaps(rate: float, distribution: str) -> Iterator[float]:
-    if distribution == "poisson":
-        return (random.expovariate(rate) for _ in itertools.count())
-    return itertools.repeat(1.0 / rate)
