@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import subprocess
 import sys
+import threading
 import warnings
 from pathlib import Path
 from typing import Any
@@ -367,7 +368,23 @@ MODE_CONFIG = (
 )
 
 
-def test_parameters_change_execution_and_bad_values_fail_the_load(repo, serve):
+@pytest.fixture
+def fresh_thread_counts():
+    """torch's pools are process-wide and the backend sets them once per process (the
+    first model wins, as in Triton): a test that checks them starts from none set, and
+    leaves them as it found them for the tests that share its process."""
+    from naiad.backends.pytorch import backend
+
+    before = torch.get_num_threads()
+    saved = dict(backend._threads)
+    backend._threads.clear()
+    yield
+    torch.set_num_threads(before)
+    backend._threads.clear()
+    backend._threads.update(saved)
+
+
+def test_parameters_change_execution_and_bad_values_fail_the_load(repo, serve, fresh_thread_counts):
     module = torch.jit.script(Mode())
     save(module, repo / "default", MODE_CONFIG)
     save(module, repo / "no_grad", MODE_CONFIG + param("INFERENCE_MODE", "false"))
@@ -397,7 +414,14 @@ def test_parameters_change_execution_and_bad_values_fail_the_load(repo, serve):
     np.testing.assert_allclose(want, mlp()(torch.from_numpy(rows)).detach().numpy(), rtol=1e-6)
     first, second = server.dataplane.registry.get("tuned").instances
     assert first.module is second.module  # ENABLE_WEIGHT_SHARING
-    assert torch.get_num_threads() == 1  # INTRA_OP_THREAD_COUNT is process-wide, as in Triton
+    # INTRA_OP_THREAD_COUNT is process-wide, as in Triton: the threads started from now on
+    # (those that execute) get it; torch keeps a thread's own count once it has one, so
+    # the count is read on a new thread, not on this test's
+    seen: list[int] = []
+    reader = threading.Thread(target=lambda: seen.append(torch.get_num_threads()))
+    reader.start()
+    reader.join()
+    assert seen == [1]
     failed = failures(server)
     assert "parameter 'INFERENCE_MODE' must be true or false" in failed["maybe"]
     assert "'maybe'" in failed["maybe"]
