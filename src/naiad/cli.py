@@ -106,16 +106,12 @@ def main(argv: Sequence[str] | None = None) -> int:
 def _with_apps(options: ServerOptions, args: argparse.Namespace) -> ServerOptions:
     """The apps' models as one more repository (in a temporary folder); without
     --model-repository, only them (not the bundled examples)."""
-    import atexit
     import dataclasses
-    import shutil
-    import tempfile
 
-    from naiad.functions.export import serve_apps
+    from naiad.functions.export import serve_apps, temporary_folder
     from naiad.functions.spec import SpecError
 
-    folder = Path(tempfile.mkdtemp(prefix="naiad-apps-"))
-    atexit.register(shutil.rmtree, folder, True)
+    folder = temporary_folder()
     try:
         serve_apps(list(args.apps), folder)
     except (SpecError, OSError) as exc:

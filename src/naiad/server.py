@@ -41,19 +41,6 @@ FRONTENDS = (
 )
 
 
-def _repository_of(models: list[FunctionModel]) -> Path:
-    """A temporary repository for ``models``, removed when the program exits."""
-    import atexit
-    import shutil
-    import tempfile
-
-    from naiad.functions.export import repository_of
-
-    folder = Path(tempfile.mkdtemp(prefix="naiad-models-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return repository_of(models, folder, in_process=True)
-
-
 class Server:
     """A naiad server over one or more model repositories.
 
@@ -80,7 +67,9 @@ class Server:
                 else list(model_repository)
             )
             if models:  # @naiad.model objects: one more repository, called in this process
-                repos = [*repos, _repository_of(list(models))]
+                from naiad.functions.export import temporary_repository
+
+                repos = [*repos, temporary_repository(list(models), in_process=True)]
             options = ServerOptions(
                 model_repositories=tuple(str(r) if is_url(str(r)) else Path(r) for r in repos),
                 http_port=-1 if http_port is None else http_port,

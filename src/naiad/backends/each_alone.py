@@ -1,4 +1,5 @@
-"""A batch that fails is run again one request at a time.
+"""What the backends of saved Python objects (scikit-learn, MLflow, Hugging Face) share;
+first: a batch that fails is run again one request at a time.
 
 Dynamic batching puts requests of several clients in one call to a
 library that answers a batch as a whole: one bad row (a category the model
@@ -20,6 +21,12 @@ from naiad.core.errors import NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse, OutputTensor
 
 Run = Callable[[list[InferenceRequest]], list[InferenceResponse]]
+
+
+def first_line(exc: BaseException) -> str:
+    """A library's error in one line (its first: the cause; tracebacks and hints follow)."""
+    text = str(exc).strip().splitlines()
+    return text[0] if text else type(exc).__name__
 
 
 def run_batch(run: Run, requests: list[InferenceRequest]) -> list[InferenceResponse]:

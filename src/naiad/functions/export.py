@@ -108,6 +108,22 @@ def repository_of(models: list[FunctionModel], repository: Path, in_process: boo
     return repository
 
 
+def temporary_folder() -> Path:
+    """A folder for generated model folders, removed when the program exits."""
+    import atexit
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="naiad-models-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return folder
+
+
+def temporary_repository(models: list[FunctionModel], in_process: bool) -> Path:
+    """:func:`repository_of` in a :func:`temporary_folder` (``naiad.Server(models=...)``,
+    ``naiad.Runner(models=...)``)."""
+    return repository_of(models, temporary_folder(), in_process)
+
+
 def serve_apps(targets: list[str], repository: Path) -> Path:
     """A repository whose models call ``targets``' functions where they are."""
     from naiad.functions.discover import load

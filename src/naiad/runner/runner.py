@@ -41,20 +41,6 @@ def _repositories(given: str | Path | Sequence[str | Path] | None) -> list[str |
     return [given] if isinstance(given, (str, Path)) else list(given)
 
 
-def _functions(models: list[FunctionModel], in_process: bool) -> Path:
-    """A temporary repository for ``models``: the embedded server calls the objects; a
-    child server imports their files."""
-    import atexit
-    import shutil
-    import tempfile
-
-    from naiad.functions.export import repository_of
-
-    folder = Path(tempfile.mkdtemp(prefix="naiad-models-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return repository_of(models, folder, in_process)
-
-
 SERVER_TYPES = ("embedded", "grpc", "http")
 _SCHEMES = {"http": ("http", False), "https": ("http", True), "grpc": ("grpc", False),
             "grpcs": ("grpc", True)}  # fmt: skip
@@ -105,8 +91,11 @@ class Runner(Management):
                     f"server_type must be one of {', '.join(SERVER_TYPES)}; got '{server_type}'"
                 )
             if models:  # @naiad.model objects as one more repository
-                model_repository = [*_repositories(model_repository), _functions(
-                    list(models), in_process=self.server_type == "embedded")]  # fmt: skip
+                from naiad.functions.export import temporary_repository
+
+                embedded = self.server_type == "embedded"
+                repository = temporary_repository(list(models), in_process=embedded)
+                model_repository = [*_repositories(model_repository), repository]
             self._serve_args = ServeArgs.parse(model_repository, cli_args)
         self._lock = threading.Lock()
         self._resources = Resources()

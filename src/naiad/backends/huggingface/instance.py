@@ -19,7 +19,7 @@ import transformers
 
 from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import RowsInstance
+from naiad.backends.each_alone import RowsInstance, first_line
 from naiad.backends.huggingface import tasks
 from naiad.backends.pickles import inside_model_folder
 from naiad.core import datatypes
@@ -65,7 +65,7 @@ class HuggingFaceInstance(RowsInstance):
         except Exception as exc:
             raise InvalidArgument(
                 f"{where}: transformers cannot load the {self.task} pipeline saved in "
-                f"'{folder}': {_first_line(exc)}"
+                f"'{folder}': {first_line(exc)}"
             ) from None
         self.plan = BatchPlan(config)
 
@@ -77,7 +77,7 @@ class HuggingFaceInstance(RowsInstance):
         except NaiadError:
             raise
         except Exception as exc:
-            message = f"{self.where}: the {self.task} pipeline failed: {_first_line(exc)}"
+            message = f"{self.where}: the {self.task} pipeline failed: {first_line(exc)}"
             raise Internal(message) from None
         return [
             InferenceResponse(
@@ -123,7 +123,7 @@ class HuggingFaceInstance(RowsInstance):
             except Exception as exc:
                 raise InvalidArgument(
                     f"{self.where}: input '{self.input}' is not an image Pillow can read "
-                    f"(JPEG, PNG...): {_first_line(exc)}"
+                    f"(JPEG, PNG...): {first_line(exc)}"
                 ) from None
         return images
 
@@ -148,8 +148,3 @@ def _device(where: str, spec: InstanceSpec) -> Any:
 def _plain(value: Any) -> Any:
     """numpy scalars in the pipeline's dicts, as JSON numbers."""
     return value.item() if hasattr(value, "item") else str(value)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

@@ -20,7 +20,7 @@ from mlflow.exceptions import MlflowException
 
 from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import RowsInstance, responses
+from naiad.backends.each_alone import RowsInstance, first_line, responses
 from naiad.backends.mlflow import schema
 from naiad.backends.pickles import check_pickles_allowed, pickle_in_repository
 from naiad.core import datatypes
@@ -48,10 +48,8 @@ class MlflowInstance(RowsInstance):
                 warnings.simplefilter("ignore", UserWarning)
                 self.model = _pyfunc().load_model(str(resolved))
         except Exception as exc:
-            text = str(exc).strip().splitlines()
             raise InvalidArgument(
-                f"{where}: mlflow.pyfunc.load_model('{folder}') failed: "
-                f"{text[0] if text else type(exc).__name__}"
+                f"{where}: mlflow.pyfunc.load_model('{folder}') failed: {first_line(exc)}"
             ) from None
         self.inputs = [(i.name, tuple(i.dims)) for i in config.input]
         self.outputs = {
@@ -74,12 +72,12 @@ class MlflowInstance(RowsInstance):
         try:
             result = self.model.predict(self._data(feed))
         except MlflowException as exc:
-            raise InvalidArgument(f"{self.where}: {_first_line(exc)}") from None
+            raise InvalidArgument(f"{self.where}: {first_line(exc)}") from None
         except (ValueError, TypeError, KeyError) as exc:
-            message = f"{self.where}: predict() refused the input: {_first_line(exc)}"
+            message = f"{self.where}: predict() refused the input: {first_line(exc)}"
             raise InvalidArgument(message) from None
         except Exception as exc:
-            raise Internal(f"{self.where}: predict() failed: {_first_line(exc)}") from None
+            raise Internal(f"{self.where}: predict() failed: {first_line(exc)}") from None
         produced = {name: self._output(name, result, rows) for name in self.outputs}
         types = {name: spec[0] for name, spec in self.outputs.items()}
         return responses(self.plan.split(produced, requests), types)
@@ -123,7 +121,7 @@ class MlflowInstance(RowsInstance):
         except (ValueError, TypeError) as exc:
             raise Internal(
                 f"{self.where}: predict() gave {array.dtype} of shape {list(array.shape)} for "
-                f"output '{name}' ({datatype}, dims {list(dims)}): {_first_line(exc)}; "
+                f"output '{name}' ({datatype}, dims {list(dims)}): {first_line(exc)}; "
                 "declare the output in config.pbtxt as the model gives it"
             ) from None
 
@@ -144,8 +142,3 @@ def _decoded(values: np.ndarray) -> np.ndarray:
     return np.vectorize(
         lambda v: v.decode("utf-8", "replace") if isinstance(v, bytes) else v, otypes=[object]
     )(values)
-
-
-def _first_line(exc: BaseException) -> str:
-    text = str(exc).strip().splitlines()
-    return text[0] if text else type(exc).__name__

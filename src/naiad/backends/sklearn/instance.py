@@ -15,7 +15,7 @@ import numpy as np
 
 from naiad.backends.base import InstanceSpec, LoadContext
 from naiad.backends.batching import BatchPlan
-from naiad.backends.each_alone import RowsInstance, responses
+from naiad.backends.each_alone import RowsInstance, first_line, responses
 from naiad.backends.sklearn.loading import load_estimator
 from naiad.backends.sklearn.rows import Rows
 from naiad.backends.sklearn.signature import dense
@@ -79,10 +79,7 @@ class SklearnInstance(RowsInstance):
                 f"{self.where}: {name}() refused the input: {text[0] if text else exc!r}"
             ) from None
         except Exception as exc:
-            text = str(exc).strip().splitlines()
-            raise Internal(
-                f"{self.where}: {name}() failed: {text[0] if text else type(exc).__name__}"
-            ) from None
+            raise Internal(f"{self.where}: {name}() failed: {first_line(exc)}") from None
         result = result.astype(object) if datatype.is_bytes else result.astype(datatype.numpy)
         try:
             return result.reshape((rows, *dims))

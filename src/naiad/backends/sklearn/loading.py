@@ -14,6 +14,7 @@ from typing import Any
 
 import joblib
 
+from naiad.backends.each_alone import first_line
 from naiad.backends.parameters import ModelParameters
 from naiad.backends.pickles import check_pickles_allowed, pickle_in_repository
 from naiad.backends.sklearn.signature import METHODS, default_method
@@ -53,8 +54,7 @@ def load_estimator(
     except NaiadError:
         raise
     except Exception as exc:
-        text = str(exc).strip().splitlines()
-        reason = text[0] if text else type(exc).__name__
+        reason = first_line(exc)
         raise InvalidArgument(f"{where}: failed to load model file '{path}': {reason}") from None
     if not any(hasattr(estimator, m) for m in METHODS):
         raise InvalidArgument(

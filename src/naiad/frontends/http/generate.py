@@ -16,17 +16,13 @@ from naiad.core.versions import parse_version
 from naiad.frontends.http.codec import json_to_array, parse_json
 from naiad.frontends.http.encode import dumps, tensor_json
 from naiad.frontends.http.errors import status_of
-from naiad.frontends.http.message import Request, Response, json_response
+from naiad.frontends.http.message import SSE_HEADERS, Request, Response, json_response
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
     from naiad.engine.metadata import TensorMetadata
 
 _SCALARS = (str, int, float, bool)
-_SSE_HEADERS = [
-    b"Content-Type: text/event-stream; charset=utf-8\r\n",
-    b"Cache-Control: no-cache\r\n",
-]
 
 
 def _build(dp: DataPlane, req: Request, name: str, version: str) -> InferenceRequest:
@@ -147,7 +143,7 @@ async def generate_stream(dp: DataPlane, req: Request, name: str, version: str) 
     def start(status: int) -> None:
         nonlocal started
         started = True
-        conn.start_stream(status, _SSE_HEADERS)
+        conn.start_stream(status, SSE_HEADERS)
 
     try:
         async for response in stream:

@@ -11,6 +11,11 @@ Blob = bytes | bytearray | memoryview
 
 JSON = b"application/json"
 OCTET = b"application/octet-stream"
+#: The head of a server-sent event stream (generate_stream, the OpenAI API's streams).
+SSE_HEADERS = [
+    b"Content-Type: text/event-stream; charset=utf-8\r\n",
+    b"Cache-Control: no-cache\r\n",
+]
 
 REASONS = {
     100: "Continue",

@@ -19,6 +19,7 @@ from naiad.core.errors import Internal, NotFound
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.frontends.http.generate import put_field
 from naiad.frontends.openai.errors import UnknownModel
+from naiad.frontends.per_config import PerConfig
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -123,7 +124,7 @@ class Bindings:
 
     def __init__(self, dp: DataPlane) -> None:
         self.dp = dp
-        self._held: dict[str, tuple[object, Binding]] = {}
+        self._bindings: PerConfig[str, Binding] = PerConfig()
 
     def get(self, model: str, api: str) -> Binding:
         """The model's binding, if it offers ``api``; else OpenAI's 404 for the model."""
@@ -138,11 +139,9 @@ class Bindings:
                 f"The model '{model}' does not serve the OpenAI API's '{api}' (its config's "
                 f"'openai.api' parameter offers: {offered})."
             )
-        held = self._held.get(model)
-        if held is not None and held[0] is config:
-            return held[1]
-        binding = _read(self.dp, model, config)
-        self._held[model] = (config, binding)
+        binding = self._bindings.get(model, config)
+        if binding is None:
+            binding = self._bindings.put(model, config, _read(self.dp, model, config))
         return binding
 
 

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from naiad.core.errors import NaiadError
 from naiad.frontends.http.encode import dumps
-from naiad.frontends.http.message import Response, json_response
+from naiad.frontends.http.message import SSE_HEADERS, Response, json_response
 from naiad.frontends.openai import choices
 from naiad.frontends.openai.choices import Delta, Group, Token, Usage
 from naiad.frontends.openai.errors import BadField, status_and_body
@@ -29,10 +29,6 @@ if TYPE_CHECKING:
     from naiad.frontends.http.message import Request
     from naiad.frontends.openai.binding import Binding
 
-_SSE_HEADERS = [
-    b"Content-Type: text/event-stream; charset=utf-8\r\n",
-    b"Cache-Control: no-cache\r\n",
-]
 _DONE = b"data: [DONE]\n\n"
 
 
@@ -178,7 +174,7 @@ async def _stream(dp: DataPlane, req: Request, job: Job, group: Group) -> None:
                 break
             if not started:
                 started = True
-                conn.start_stream(200, _SSE_HEADERS)
+                conn.start_stream(200, SSE_HEADERS)
                 for i in range(len(prompts)):
                     first = _first_chunk(job, i, prompts[i])
                     if first is not None:

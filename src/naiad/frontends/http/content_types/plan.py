@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING, Any
 from naiad.core import datatypes
 from naiad.core.datatypes import DataType
 from naiad.core.errors import InvalidArgument, NaiadError
+from naiad.frontends.per_config import PerConfig
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -189,7 +190,7 @@ class ContentTypes:
 
     def __init__(self, dp: DataPlane) -> None:
         self.dp = dp
-        self._held: dict[tuple[str, str], tuple[object, ModelPlan | None, ModelPlan | None]] = {}
+        self._plans: PerConfig[tuple[str, str], ModelPlan] = PerConfig()
 
     def declared(self, name: str, version: str) -> ModelPlan | None:
         """The model's plan when its config declares content types; None otherwise (or when
@@ -198,25 +199,14 @@ class ContentTypes:
             config = self.dp.model_config(name, version)
         except NaiadError:
             return None
-        held = self._held.get((name, version))
-        if held is not None and held[0] is config:
-            return held[1]
-        return self._read(name, version, config)[1]
+        plan = self._plan(name, version, config)
+        return plan if plan.declares else None
 
     def plan(self, name: str, version: str) -> ModelPlan:
         """The model's plan whether or not it declares anything (for request-level types)."""
-        config = self.dp.model_config(name, version)
-        held = self._held.get((name, version))
-        if held is not None and held[0] is config:
-            assert held[2] is not None
-            return held[2]
-        return self._read(name, version, config)[2]  # type: ignore[return-value]
+        return self._plan(name, version, self.dp.model_config(name, version))
 
-    def _read(
-        self, name: str, version: str, config: object
-    ) -> tuple[object, ModelPlan | None, ModelPlan]:
-        plan = ModelPlan(name, config)
-        if len(self._held) >= 1024:
-            self._held.clear()
-        held = self._held[(name, version)] = (config, plan if plan.declares else None, plan)
-        return held
+    def _plan(self, name: str, version: str, config: object) -> ModelPlan:
+        key = (name, version)
+        plan = self._plans.get(key, config)
+        return plan if plan is not None else self._plans.put(key, config, ModelPlan(name, config))

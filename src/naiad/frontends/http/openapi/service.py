@@ -17,6 +17,7 @@ from naiad.frontends.http.message import Request, Response, json_response
 from naiad.frontends.http.openapi import document
 from naiad.frontends.http.openapi.document import ModelPart
 from naiad.frontends.http.openapi.swagger import SwaggerUi
+from naiad.frontends.per_config import PerConfig
 
 if TYPE_CHECKING:
     from naiad.engine.dataplane import DataPlane
@@ -28,8 +29,8 @@ class OpenApi:
     def __init__(self, dp: DataPlane, allow_docs: bool) -> None:
         self.dp = dp
         self.swagger = SwaggerUi() if allow_docs else None
-        #: (model, version) -> (its config, whether it was ready, its part, its document)
-        self._held: dict[tuple[str, str], tuple[object, bool, ModelPart, bytes]] = {}
+        #: (model, version) -> its part and its document, while its config and readiness hold
+        self._parts: PerConfig[tuple[str, str], tuple[ModelPart, bytes]] = PerConfig()
         self._server: tuple[list[ModelPart], bytes] | None = None
 
     async def model(self, req: Request, name: str, version: str) -> Response:
@@ -57,10 +58,8 @@ class OpenApi:
         except NaiadError:
             ready = False
         key = (name, version)
-        held = self._held.get(key)
-        if held is not None and held[0] is config and held[1] == ready:
-            return held[2], held[3]
+        held = self._parts.get(key, config, ready)
+        if held is not None:
+            return held
         config, part = await document.model_part(self.dp, name, version)
-        data = dumps(document.model_document(part))
-        self._held[key] = (config, ready, part, data)
-        return part, data
+        return self._parts.put(key, config, (part, dumps(document.model_document(part))), ready)
