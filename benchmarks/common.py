@@ -14,7 +14,7 @@ import subprocess
 import sys
 import time
 import urllib.request
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -115,19 +115,21 @@ def start_naiad(
     log: Path,
     protocol: str = "http",
     prefix: Sequence[str] = (),
+    environment: Mapping[str, str] | None = None,
     **settings: object,
 ) -> ServeProcess:
     """``naiad serve`` (this checkout's) with only the ``protocol`` endpoint on loopback
     ``port`` and metrics off, as :func:`start_triton` starts Triton; ``settings`` are further
     options (``grpc_transport="grpcio"`` for ``--grpc-transport grpcio``); ``prefix`` runs
-    before it and execs it (contention.CpuQuota's, to start it inside a cgroup)."""
+    before it and execs it (contention.CpuQuota's, to start it inside a cgroup);
+    ``environment`` is added to its environment."""
     other = "grpc" if protocol == "http" else "http"
     options = [f"--{key.replace('_', '-')}={value}" for key, value in settings.items()]
     return ServeProcess(
         [*prefix, sys.executable, "-c", NAIAD_CLI, "serve", "--model-repository", str(repo),
          f"--{protocol}-address", "127.0.0.1", f"--{protocol}-port", str(port),
          f"--allow-{other}", "false", "--allow-metrics", "false", *options],
-        env=checkout_env(), on_line=log_lines(log),
+        env={**checkout_env(), **(environment or {})}, on_line=log_lines(log),
     )  # fmt: skip
 
 

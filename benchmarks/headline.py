@@ -21,7 +21,9 @@ in the same rounds, so "kept" (contended / quiet throughput) compares like
 with like.  Read ratios against the noise column (max/min over rounds).
 ``--stubs`` also measures naiad with ``execution-mode=process`` (one stub per
 instance, naiad's default before ``auto``) in the same rounds: the before and
-after of that change from one run.
+after of that change from one run.  ``--pure`` likewise measures naiad with
+``NAIAD_PURE_PYTHON=1``: its request path run from source, not compiled
+(``naiad._compiled``).
 """
 
 from __future__ import annotations
@@ -58,6 +60,8 @@ MODELS = {
 SERVERS = ("naiad", "triton")
 #: ``--stubs``: naiad with every Python model in stub processes, as before ``auto``.
 STUBS = "naiad-stubs"
+#: ``--pure``: naiad with its request path run from source, as before it was compiled.
+PURE = "naiad-pure"
 
 #: (condition, server, model, protocol, c) -> one perf_analyzer result per round
 Results = dict[tuple[str, str, str, str, int], list[dict[str, float]]]
@@ -84,11 +88,12 @@ def main() -> int:
     parser.add_argument(
         "--stubs", action="store_true", help="also naiad with execution-mode=process"
     )
+    parser.add_argument("--pure", action="store_true", help="also naiad with NAIAD_PURE_PYTHON=1")
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
     conditions = ["quiet"] if args.mode == "quiet" else ["quiet", args.mode]
-    args.servers = [*SERVERS, STUBS] if args.stubs else list(SERVERS)
+    args.servers = [*SERVERS, *[STUBS] * args.stubs, *[PURE] * args.pure]
     results: Results = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -132,6 +137,10 @@ def measure(
             proc = start_naiad(
                 repo, port, log, protocol, prefix, backend_config="python,execution-mode=process"
             )
+        elif server == PURE:
+            proc = start_naiad(
+                repo, port, log, protocol, prefix, environment={"NAIAD_PURE_PYTHON": "1"}
+            )
         else:
             proc = start_naiad(repo, port, log, protocol, prefix)
         try:
@@ -159,17 +168,15 @@ def busy(count: int) -> Iterator[None]:
 def report(results: Results, conditions: list[str], args: argparse.Namespace) -> str:
     out: list[str] = []
     cells = [(m, p, c) for m in args.models for p in args.protocols for c in args.concurrency]
+    extras = [s for s in args.servers if s not in SERVERS]  # --stubs, --pure
     for condition in conditions:
-        stubs = STUBS in args.servers
         out += [
             f"\n{condition}" + (f" ({describe(condition, args)})" if condition != "quiet" else ""),
             "",
             "| model | proto | c | naiad infer/s | Triton infer/s | naiad/Triton throughput"
             " | naiad/Triton p99 | noise naiad / Triton |"
-            + (
-                " naiad stubs/Triton throughput | stubs/Triton p99 | noise stubs |" if stubs else ""
-            ),
-            "|---|---|---|---|---|---|---|---|" + ("---|---|---|" if stubs else ""),
+            + "".join(f" {s}/Triton throughput | {s}/Triton p99 | noise {s} |" for s in extras),
+            "|---|---|---|---|---|---|---|---|" + "---|---|---|" * len(extras),
         ]
         for model, protocol, c in cells:
             naiad = results[(condition, "naiad", model, protocol, c)]
@@ -180,8 +187,8 @@ def report(results: Results, conditions: list[str], args: argparse.Namespace) ->
                 f"| {med(naiad, 'p99') / med(triton, 'p99'):.2f}x "
                 f"| {spread(naiad):.2f} / {spread(triton):.2f} |"
             )
-            if stubs:
-                old = results[(condition, STUBS, model, protocol, c)]
+            for extra in extras:
+                old = results[(condition, extra, model, protocol, c)]
                 row += (
                     f" {med(old) / med(triton):.2f}x | {med(old, 'p99') / med(triton, 'p99'):.2f}x"
                     f" | {spread(old):.2f} |"

@@ -43,6 +43,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
         )
 
 
+def pytest_sessionstart(session: pytest.Session) -> None:
+    """Refuse to test compiled modules older than their source (an editable install
+    keeps running a module's old compiled self after its ``.py`` changes)."""
+    from naiad import _compiled
+
+    stale = _compiled.stale()
+    if stale:
+        raise pytest.UsageError(
+            "these modules are compiled from an older source: "
+            + ", ".join(stale)
+            + ". Compile them again (python -m pip install -e '.[test]'), or run their "
+            "sources (NAIAD_PURE_PYTHON=1 python -m pytest)"
+        )
+
+
 @cache
 def _test_extra_missing() -> tuple[str, ...]:
     """The packages of naiad's ``test`` extra this environment lacks: none where CI

@@ -50,7 +50,11 @@ def _tree() -> set[str]:
     """Every package and module directly under src/naiad, and the other top-level packages."""
     found = {"naiad"}
     for path in (SRC / "naiad").iterdir():
-        if path.name.startswith(("_", ".")) and path.name not in ("__main__.py", "_version.py"):
+        if path.name.startswith(("_", ".")) and path.name not in (
+            "__main__.py",
+            "_version.py",
+            "_compiled.py",
+        ):
             continue
         if path.suffix == ".py" or (path / "__init__.py").exists():
             found.add(f"naiad.{path.stem}")

@@ -39,6 +39,7 @@ LAYERS: list[set[str]] = [
         "naiad.core",
         "naiad.logs",
         "naiad._version",
+        "naiad._compiled",
         "naiad.ready",
         "naiad.interrupts",
         "triton_python_backend_utils",

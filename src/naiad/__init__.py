@@ -1,11 +1,16 @@
 """naiad: a Triton-compatible inference server you install with pip."""
 
-from naiad._version import __version__
-from naiad.core.errors import NaiadError
-from naiad.functions import Tensor, batch, model
-from naiad.options import ServerOptions
-from naiad.runner import Runner
-from naiad.server import Server
+from naiad import _compiled
+
+if _compiled.pure_python_wanted():
+    _compiled.use_source()  # before anything imports the compiled modules
+
+from naiad._version import __version__  # noqa: E402
+from naiad.core.errors import NaiadError  # noqa: E402
+from naiad.functions import Tensor, batch, model  # noqa: E402
+from naiad.options import ServerOptions  # noqa: E402
+from naiad.runner import Runner  # noqa: E402
+from naiad.server import Server  # noqa: E402
 
 __all__ = [
     "NaiadError",

@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from naiad import _compiled
 from naiad._version import TRITON_VERSION, __version__
 from naiad.cluster import peers
 from naiad.cluster.ready import exit_with_supervisor
@@ -72,12 +73,19 @@ async def serve(options: ServerOptions, ready: Announcement | None = None) -> in
         log.error("%s", problem)
         return 1
     log.info(
-        "naiad %s (Triton %s protocols) serving %s; model control mode %s",
+        "naiad %s (Triton %s protocols, %s) serving %s; model control mode %s",
         __version__,
         TRITON_VERSION,
+        _compiled.describe(),
         ", ".join(str(r) for r in options.model_repositories),
         options.model_control_mode,
     )
+    if stale := _compiled.stale():
+        log.warning(
+            "compiled modules older than their source run as compiled: %s "
+            "(pip install -e . again to compile them, or NAIAD_PURE_PYTHON=1 runs the sources)",
+            ", ".join(stale),
+        )
     server = Server(options=options)
     server.dataplane.workers = _workers(server, options)
     try:

@@ -231,8 +231,10 @@ def test_serve_says_what_it_serves_and_how_long_each_model_took(repo):
     with started(_serve_args(repo)[1:], on_line=lines.append):
         pass  # it serves (its ready pipe said so); SIGTERM, and every line is read
     log = "\n".join(lines)
+    from naiad._compiled import describe
     from naiad._version import __version__
 
-    assert f"naiad {__version__} (Triton 2.51.0 protocols) serving {repo}" in log
+    head = f"naiad {__version__} (Triton 2.51.0 protocols, {describe()}) serving {repo}"
+    assert head in log, log
     assert "loading 'm' version 1" in log
     assert re.search(r"successfully loaded 'm' version 1 in \d+\.\d\ds", log), log

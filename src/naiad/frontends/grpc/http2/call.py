@@ -103,7 +103,8 @@ class _Abort(Exception):
 
 
 #: Empty, shared by the calls that never queue or gather anything (never added to): most
-#: calls need no deque or bytearray of their own.
+#: calls need no deque or bytearray of their own.  The attributes that start as it are
+#: typed ``Any``: compiled (naiad._compiled), a declared type is checked when assigned.
 _NOTHING: Any = ()
 
 
@@ -138,8 +139,8 @@ class Call:
         self.recv_unacked = 0
         self.extension = 0  # the loan for the message being received (unary: until the end)
         self.waiting = False  # in the queue for a loan
-        #: DATA held back by flow control; a deque once any is (most calls never need one)
-        self.pending: deque[memoryview | bytes] = _NOTHING
+        #: DATA held back by flow control: a deque of memoryview | bytes once any is
+        self.pending: Any = _NOTHING
         self.stalled = 0.0  # since when ``pending`` waits for the client (loop time)
         self.trailers: bytes | None = None  # sent once ``pending`` drains
         self.drained: asyncio.Future[None] | None = None
@@ -149,14 +150,14 @@ class Call:
         self.expired = False
         self.task: Started | None = None  # the handler, while it waits
         self.timer: asyncio.TimerHandle | None = None
-        self.buffer: bytearray = _NOTHING  # a message spread over frames (once there is one)
+        self.buffer: Any = _NOTHING  # a message spread over frames: a bytearray once there is one
         #: what ``buffer`` holds of the server's request budget (its length, once synced)
         self.held = 0
         #: loop time the message being gathered last made enough progress (0: none is)
         self.receiving = 0.0
         self.progress = 0  # bytes it brought since (--grpc-receive-min-rate)
         #: streaming: (message, its size on the wire, the loan it holds) until read
-        self.messages: deque[tuple[Any, int, int]] = deque() if self.streaming else _NOTHING
+        self.messages: Any = deque() if self.streaming else _NOTHING  # deque[tuple[Any, int, int]]
         self.waiter: asyncio.Future[None] | None = None
         self.compress: Callable[[bytes], bytes] | None = None
 
@@ -278,9 +279,9 @@ class Call:
                 return
             try:
                 inflated = inflate(encoding, bytes(raw), limit)
-            except zlib.error as exc:
+            except zlib.error as corrupt:
                 self._fail(
-                    size, grpc.StatusCode.INTERNAL, f"failed to decompress the request: {exc}"
+                    size, grpc.StatusCode.INTERNAL, f"failed to decompress the request: {corrupt}"
                 )
                 return
             if inflated is None:

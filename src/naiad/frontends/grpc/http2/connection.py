@@ -214,8 +214,8 @@ class Connection(asyncio.Protocol):
                 self.partial += view[pos:]
         except ProtocolError as exc:
             self.fail(exc.code, str(exc))
-        except hpack.HPACKError as exc:
-            self.fail(wire.COMPRESSION_ERROR, f"header block: {exc}")
+        except hpack.HPACKError as bad_block:
+            self.fail(wire.COMPRESSION_ERROR, f"header block: {bad_block}")
 
     # -- frames ---------------------------------------------------------------------------
 

@@ -1,0 +1,71 @@
+"""The build, as ``pyproject.toml`` declares it, plus mypyc for the request path.
+
+The modules ``src/naiad/_compiled.py`` names are compiled to C extensions
+(why: that file's docstring).  Compiling is an optimisation, never a
+requirement: ``NAIAD_PURE_PYTHON=1`` skips it, and a machine without a
+working C compiler gets the same package as pure Python, with a warning.
+"""
+
+from __future__ import annotations
+
+import os
+import runpy
+import sys
+from pathlib import Path
+from typing import Any
+
+from setuptools import setup
+from setuptools.command.build_ext import build_ext
+
+ROOT = Path(__file__).resolve().parent
+
+
+def _warn(message: str) -> None:
+    print(f"naiad: {message}; installing the request path as pure Python", file=sys.stderr)
+
+
+def _extensions() -> list[Any]:
+    compiled = runpy.run_path(str(ROOT / "src" / "naiad" / "_compiled.py"))
+    if compiled["pure_python_wanted"]():
+        return []
+    try:
+        from mypyc.build import mypycify
+    except ImportError:
+        _warn("mypyc is not available")
+        return []
+    paths = ["src/" + module.replace(".", "/") + ".py" for module in compiled["MODULES"]]
+    try:
+        # Not the repository's [tool.mypy]: that one lints (and its notes stop mypyc).
+        # What mypy finds wrong in the modules these import (whichever versions of
+        # numpy, PIL, grpc this machine has) is not the compiler's concern: silent.
+        flags = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
+        return list(mypycify(flags + paths, opt_level="3", group_name="naiad"))
+    except (Exception, SystemExit) as exc:  # mypy's type errors end in SystemExit
+        _warn(f"mypyc could not compile it ({exc!r})")
+        return []
+
+
+class OptionalBuildExt(build_ext):
+    """Builds the extensions, or none of them: a module compiled without the
+    group's shared library would not import."""
+
+    def run(self) -> None:
+        built = True
+        try:
+            super().run()
+        except Exception as exc:  # no compiler, missing headers: CompileError and kin
+            built = False
+            _warn(f"compiling failed ({exc})")
+        self._keep_only(set(map(os.path.realpath, self.get_outputs())) if built else set())
+
+    def _keep_only(self, outputs: set[str]) -> None:
+        """Remove the extensions an earlier build left where this one writes (a module
+        since taken off the list): packed beside this build's, they fail at import."""
+        root = Path("src" if self.inplace else self.build_lib)
+        for pattern in ("naiad__mypyc*", "naiad/**/*"):
+            for path in root.glob(pattern):
+                if path.suffix in (".so", ".pyd") and os.path.realpath(path) not in outputs:
+                    path.unlink()
+
+
+setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

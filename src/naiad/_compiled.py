@@ -1,0 +1,126 @@
+"""The request path compiled to C by mypyc, and whether this install has it.
+
+A request's time on naiad's one event loop is mostly Python: HTTP/2 framing,
+HTTP/1.1 heads, request templates, responses.  Compiled with mypyc (the
+compiler mypy's own releases use), the same typed source runs as C
+extensions: under load (concurrency 8 and 32) gRPC serves 1.05-1.4x the
+requests per second, HTTP 1.07-1.13x; one request at a time waits on
+wake-ups, not Python, and gains nothing (``benchmarks/README.md``).  ``setup.py`` compiles the modules
+named here, each from its unchanged ``.py``, which stays beside it: without
+a C compiler, or with ``NAIAD_PURE_PYTHON=1`` at install, naiad runs the
+same modules as Python.  ``NAIAD_PURE_PYTHON=1`` when naiad is imported
+runs them from their source in a compiled install too: profilers and
+debuggers then see their lines, and a benchmark can set both side by side.
+
+Kept to modules that only the loop's thread runs and whose classes nothing
+outside them subclasses or stands in for (a compiled class cannot be
+subclassed from Python, and an argument or attribute annotated with it must
+be one).  Compiled code trusts its annotations, so in these modules:
+
+- an annotation says what the value is at run time (an attribute that
+  starts as a shared placeholder of another type is ``Any``);
+- each ``except`` clause of a function binds its own name (mypyc gives a
+  name the type of its first clause);
+- an attribute that a call may have changed is read through a call, not
+  after a narrowing ``if`` (mypyc keeps the narrowed type).
+
+The whole test suite runs against the compiled modules (CI installs them
+so), and ``tests/conftest.py`` refuses to run on ones older than their
+source.  This file imports nothing of naiad: ``setup.py`` reads ``MODULES``
+before naiad is installed.
+"""
+
+from __future__ import annotations
+
+import importlib.abc
+import importlib.machinery
+import importlib.util
+import os
+import sys
+from collections.abc import Sequence
+from types import ModuleType
+
+MODULES = (
+    "naiad.core.templates",
+    "naiad.engine.completion",
+    "naiad.scheduling.queues",
+    "naiad.frontends.eager",
+    "naiad.frontends.grpc.codec",
+    "naiad.frontends.grpc.infer",
+    "naiad.frontends.grpc.templates",
+    "naiad.frontends.grpc.http2.call",
+    "naiad.frontends.grpc.http2.connection",
+    "naiad.frontends.grpc.http2.wire",
+    "naiad.frontends.http.encode",
+    "naiad.frontends.http.infer",
+    "naiad.frontends.http.protocol",
+    "naiad.frontends.http.templates",
+)
+
+_EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+
+def _origin(module: str) -> str:
+    spec = importlib.util.find_spec(module)
+    return (spec.origin or "") if spec is not None else ""
+
+
+def compiled() -> list[str]:
+    """The modules of :data:`MODULES` that import as compiled extensions here."""
+    return [m for m in MODULES if _origin(m).endswith(_EXTENSIONS)]
+
+
+def stale() -> list[str]:
+    """Compiled modules whose source changed after they were compiled.
+
+    Python imports an extension before a ``.py`` of the same name, so in an
+    editable install (``pip install -e .``) an edited module keeps running
+    its old compiled self until the install is run again.
+    """
+    out = []
+    for module in MODULES:
+        origin = _origin(module)
+        if not origin.endswith(_EXTENSIONS):
+            continue
+        source = os.path.join(os.path.dirname(origin), module.rpartition(".")[2] + ".py")
+        if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(origin):
+            out.append(module)
+    return out
+
+
+def describe() -> str:
+    """How this install runs the request path, for the start-up log line."""
+    done = len(compiled())
+    if not done:
+        return "request path in pure Python"
+    if done < len(MODULES):
+        return f"request path compiled in part ({done} of {len(MODULES)} modules)"
+    return "request path compiled"
+
+
+def pure_python_wanted() -> bool:
+    return os.environ.get("NAIAD_PURE_PYTHON", "") not in ("", "0")
+
+
+def use_source() -> None:
+    """Import the listed modules from their ``.py`` from now on (naiad's ``__init__``
+    calls it, before any of them is imported, when :func:`pure_python_wanted`)."""
+    if not any(isinstance(finder, _SourceFirst) for finder in sys.meta_path):
+        sys.meta_path.insert(0, _SourceFirst())
+
+
+class _SourceFirst(importlib.abc.MetaPathFinder):
+    """Finds a listed module's source where the path finder would take its extension."""
+
+    def find_spec(
+        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
+    ) -> importlib.machinery.ModuleSpec | None:
+        if fullname not in MODULES:
+            return None
+        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
+        if spec is None or not (spec.origin or "").endswith(_EXTENSIONS):
+            return spec
+        source = os.path.join(
+            os.path.dirname(spec.origin or ""), fullname.rpartition(".")[2] + ".py"
+        )
+        return importlib.util.spec_from_file_location(fullname, source)
