@@ -5,10 +5,10 @@ HTTP/1.1 heads, request templates, responses.  Compiled with mypyc (the
 compiler mypy's own releases use), the same typed source runs as C
 extensions: under load (concurrency 8 and 32) gRPC serves 1.05-1.4x the
 requests per second, HTTP 1.07-1.13x; one request at a time waits on
-wake-ups, not Python, and gains nothing (``benchmarks/README.md``).  ``setup.py`` compiles the modules
-named here, each from its unchanged ``.py``, which stays beside it: without
-a C compiler, or with ``NAIAD_PURE_PYTHON=1`` at install, naiad runs the
-same modules as Python.  ``NAIAD_PURE_PYTHON=1`` when naiad is imported
+wake-ups, not Python, and gains nothing (``benchmarks/README.md``).
+``setup.py`` compiles the modules named here, each from its unchanged
+``.py``, which stays beside it: without a C compiler, or with
+``NAIAD_PURE_PYTHON=1`` at install, naiad runs the same modules as Python.  ``NAIAD_PURE_PYTHON=1`` when naiad is imported
 runs them from their source in a compiled install too: profilers and
 debuggers then see their lines, and a benchmark can set both side by side.
 
