@@ -56,7 +56,10 @@ class OptionalBuildExt(build_ext):
         except Exception as exc:  # no compiler, missing headers: CompileError and kin
             built = False
             _warn(f"compiling failed ({exc})")
-        self._keep_only(set(map(os.path.realpath, self.get_outputs())) if built else set())
+        # Where each extension is now: the source tree for an editable install (there
+        # get_outputs() names the temporary build folder it was copied from).
+        where = {os.path.realpath(self.get_ext_fullpath(ext.name)) for ext in self.extensions}
+        self._keep_only(where if built else set())
 
     def _keep_only(self, outputs: set[str]) -> None:
         """Remove the extensions an earlier build left where this one writes (a module
