@@ -10,6 +10,7 @@ import the old extension before the new ``.py``.
 from __future__ import annotations
 
 import importlib.machinery
+import importlib.metadata
 import importlib.util
 import os
 import subprocess
@@ -72,3 +73,12 @@ def test_naiad_pure_python_at_import_runs_the_sources() -> None:
         [sys.executable, "-c", script], env=env, capture_output=True, text=True, check=True
     )
     assert out.stdout.split("\n")[0] == "True request path in pure Python []", out.stderr
+
+
+def test_an_install_built_with_extensions_imports_every_module_compiled() -> None:
+    """The build had extensions (its wheel is not pure) exactly when none failed and
+    none was skipped; then every listed module imports compiled, editable or not."""
+    wheel = importlib.metadata.distribution("naiad").read_text("WHEEL") or ""
+    if "Root-Is-Purelib: true" in wheel or _compiled.pure_python_wanted():
+        pytest.skip("installed or run as pure Python (NAIAD_PURE_PYTHON=1, or no compiler)")
+    assert _compiled.compiled() == list(_compiled.MODULES), _compiled.describe()
