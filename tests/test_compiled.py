@@ -42,6 +42,7 @@ def test_a_compiled_module_older_than_its_source_is_stale(
     extension.write_bytes(b"")  # never imported: find_spec only names it
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setattr(_compiled, "MODULES", ("fakepkg.hot",))
+    monkeypatch.setattr(_compiled, "_editable", lambda: True)
     # as compiled installs run (not with NAIAD_PURE_PYTHON=1's finder in front)
     finders = [f for f in sys.meta_path if not isinstance(f, _compiled._SourceFirst)]
     monkeypatch.setattr(sys, "meta_path", finders)
@@ -52,6 +53,8 @@ def test_a_compiled_module_older_than_its_source_is_stale(
     assert _compiled.describe() == "request path compiled"
     os.utime(source, (3_000_000, 3_000_000))  # edited after the build
     assert _compiled.stale() == ["fakepkg.hot"]
+    monkeypatch.setattr(_compiled, "_editable", lambda: False)  # a wheel's times say nothing
+    assert _compiled.stale() == []
     sys.modules.pop("fakepkg", None)
 
 

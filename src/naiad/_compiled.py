@@ -34,7 +34,9 @@ from __future__ import annotations
 
 import importlib.abc
 import importlib.machinery
+import importlib.metadata
 import importlib.util
+import json
 import os
 import sys
 from collections.abc import Sequence
@@ -75,8 +77,11 @@ def stale() -> list[str]:
 
     Python imports an extension before a ``.py`` of the same name, so in an
     editable install (``pip install -e .``) an edited module keeps running
-    its old compiled self until the install is run again.
+    its old compiled self until the install is run again.  Other installs
+    copy both from a wheel, whose times say nothing: none is stale there.
     """
+    if not _editable():
+        return []
     out = []
     for module in MODULES:
         origin = _origin(module)
@@ -86,6 +91,15 @@ def stale() -> list[str]:
         if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(origin):
             out.append(module)
     return out
+
+
+def _editable() -> bool:
+    """Whether naiad is an editable install (pip says so in ``direct_url.json``, PEP 610)."""
+    try:
+        text = importlib.metadata.distribution("naiad").read_text("direct_url.json")
+    except importlib.metadata.PackageNotFoundError:
+        return False
+    return bool(text and json.loads(text).get("dir_info", {}).get("editable", False))
 
 
 def describe() -> str:
