@@ -87,10 +87,15 @@ def stale() -> list[str]:
         origin = _origin(module)
         if not origin.endswith(_EXTENSIONS):
             continue
-        source = os.path.join(os.path.dirname(origin), module.rpartition(".")[2] + ".py")
+        source = _source_beside(origin, module)
         if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(origin):
             out.append(module)
     return out
+
+
+def _source_beside(extension: str, module: str) -> str:
+    """The ``.py`` a module's extension was compiled from: the build keeps it beside."""
+    return os.path.join(os.path.dirname(extension), module.rpartition(".")[2] + ".py")
 
 
 def _editable() -> bool:
@@ -113,6 +118,7 @@ def describe() -> str:
 
 
 def pure_python_wanted() -> bool:
+    """``NAIAD_PURE_PYTHON`` set (and not 0): read at install by setup.py, at import here."""
     return os.environ.get("NAIAD_PURE_PYTHON", "") not in ("", "0")
 
 
@@ -132,9 +138,7 @@ class _SourceFirst(importlib.abc.MetaPathFinder):
         if fullname not in MODULES:
             return None
         spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        if spec is None or not (spec.origin or "").endswith(_EXTENSIONS):
+        origin = spec.origin if spec is not None else None
+        if origin is None or not origin.endswith(_EXTENSIONS):
             return spec
-        source = os.path.join(
-            os.path.dirname(spec.origin or ""), fullname.rpartition(".")[2] + ".py"
-        )
-        return importlib.util.spec_from_file_location(fullname, source)
+        return importlib.util.spec_from_file_location(fullname, _source_beside(origin, fullname))
