@@ -18,6 +18,11 @@ from setuptools import setup
 from setuptools.command.build_ext import build_ext
 
 ROOT = Path(__file__).resolve().parent
+#: The commands that build extensions.  setuptools runs this file once per step of a
+#: build (requirements, metadata, the wheel); only these need mypyc's type check and C.
+BUILDS = frozenset(
+    {"bdist_wheel", "editable_wheel", "build", "build_ext", "install", "develop", "bdist_egg"}
+)
 
 
 def _warn(message: str) -> None:
@@ -26,7 +31,7 @@ def _warn(message: str) -> None:
 
 def _extensions() -> list[Any]:
     compiled = runpy.run_path(str(ROOT / "src" / "naiad" / "_compiled.py"))
-    if compiled["pure_python_wanted"]():
+    if compiled["pure_python_wanted"]() or BUILDS.isdisjoint(sys.argv[1:]):
         return []
     try:
         from mypyc.build import mypycify
