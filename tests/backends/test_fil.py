@@ -259,6 +259,22 @@ def test_the_library_paths_agree_with_scikit_learn_and_xgboost(served):
     np.testing.assert_allclose(xgb[:, 0], models.xgb.predict_proba(models.x)[:, 1], rtol=1e-6)
 
 
+def test_a_small_batch_predicts_on_one_thread_and_a_large_one_on_all(served):
+    """Waking a library's threads costs more than a few rows (predictors.ROWS_PER_THREAD):
+    a request of one row runs on one, a large batch on every thread it may use."""
+    from naiad.backends.fil import predictors
+
+    _, models, _ = served
+    booster = xgboost.Booster(model_file=bytearray(models.xgb.get_booster().save_raw("ubj")))
+    predictor = predictors.XGBoostPredictor(booster, nthread=2)
+    many = np.tile(models.x, (2 * predictors.ROWS_PER_THREAD // len(models.x) + 1, 1))
+    for x, threads in ((models.x[:1], "1"), (many, "2"), (models.x, "1")):
+        got = predictor.predict(x)
+        assert booster.save_config().count(f'"nthread":"{threads}"') == 1
+        np.testing.assert_array_equal(got[:, 0], models.xgb.predict_proba(x)[:, 1])
+    assert [predictors.threads_for(rows, 4) for rows in (1, 255, 512, 10_000)] == [1, 1, 2, 4]
+
+
 def test_a_softmax_model_answers_probabilities_whose_argmax_is_its_class(served):
     """multi:softmax predicts labels; its probabilities are the softmax of its margins."""
     server, models, _ = served
