@@ -29,15 +29,33 @@ def _warn(message: str) -> None:
     print(f"naiad: {message}; installing the request path as pure Python", file=sys.stderr)
 
 
+def _remove_extensions(root: Path, keep: frozenset[str] = frozenset()) -> None:
+    """Remove the extensions an earlier build left in ``root`` (but ``keep``): beside a
+    pure-Python module, or packed beside this build's, they fail at import."""
+    for pattern in ("naiad__mypyc*", "naiad/**/*"):
+        for path in root.glob(pattern):
+            if path.suffix in (".so", ".pyd") and os.path.realpath(path) not in keep:
+                path.unlink()
+
+
+def _pure_python() -> list[Any]:
+    """No extensions, and none left from an earlier build where this one may look."""
+    for root in (ROOT / "src", *(ROOT / "build").glob("lib*")):
+        _remove_extensions(root)
+    return []
+
+
 def _extensions() -> list[Any]:
     compiled = runpy.run_path(str(ROOT / "src" / "naiad" / "_compiled.py"))
-    if compiled["pure_python_wanted"]() or BUILDS.isdisjoint(sys.argv[1:]):
+    if BUILDS.isdisjoint(sys.argv[1:]):
         return []
+    if compiled["pure_python_wanted"]():
+        return _pure_python()
     try:
         from mypyc.build import mypycify
     except ImportError:
         _warn("mypyc is not available")
-        return []
+        return _pure_python()
     paths = ["src/" + module.replace(".", "/") + ".py" for module in compiled["MODULES"]]
     try:
         # Not the repository's [tool.mypy]: that one lints (and its notes stop mypyc).
@@ -47,7 +65,7 @@ def _extensions() -> list[Any]:
         return list(mypycify(flags + paths, opt_level="3", group_name="naiad"))
     except (Exception, SystemExit) as exc:  # mypy's type errors end in SystemExit
         _warn(f"mypyc could not compile it ({exc!r})")
-        return []
+        return _pure_python()
 
 
 class OptionalBuildExt(build_ext):
@@ -64,16 +82,8 @@ class OptionalBuildExt(build_ext):
         # Where each extension is now: the source tree for an editable install (there
         # get_outputs() names the temporary build folder it was copied from).
         where = {os.path.realpath(self.get_ext_fullpath(ext.name)) for ext in self.extensions}
-        self._keep_only(where if built else set())
-
-    def _keep_only(self, outputs: set[str]) -> None:
-        """Remove the extensions an earlier build left where this one writes (a module
-        since taken off the list): packed beside this build's, they fail at import."""
         root = Path("src" if self.inplace else self.build_lib)
-        for pattern in ("naiad__mypyc*", "naiad/**/*"):
-            for path in root.glob(pattern):
-                if path.suffix in (".so", ".pyd") and os.path.realpath(path) not in outputs:
-                    path.unlink()
+        _remove_extensions(root, frozenset(where) if built else frozenset())
 
 
 setup(ext_modules=_extensions(), cmdclass={"build_ext": OptionalBuildExt})

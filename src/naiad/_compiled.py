@@ -1,19 +1,20 @@
 """The request path compiled to C by mypyc, and whether this install has it.
 
 A request's time on naiad's one event loop is mostly Python: HTTP/2 framing,
-HTTP/1.1 heads, request templates, responses.  Compiled with mypyc (the
-compiler mypy's own releases use), the same typed source runs as C
-extensions: under load (concurrency 8 and 32) gRPC serves 1.05-1.4x the
-requests per second, HTTP 1.07-1.13x; one request at a time waits on
-wake-ups, not Python, and gains nothing (``benchmarks/README.md``).
+HTTP/1.1 heads, request templates, validation, scheduling, statistics,
+responses.  Compiled with mypyc (the compiler mypy's own releases use), the
+same typed source runs as C extensions: under load (concurrency 8 and 32)
+gRPC serves 1.05-1.4x the requests per second, HTTP 1.07-1.13x, and what
+naiad adds to an in-process model's run fell from 31 to 13 µs
+(``benchmarks/README.md``).
 ``setup.py`` compiles the modules named here, each from its unchanged
 ``.py``, which stays beside it: without a C compiler, or with
 ``NAIAD_PURE_PYTHON=1`` at install, naiad runs the same modules as Python.  ``NAIAD_PURE_PYTHON=1`` when naiad is imported
 runs them from their source in a compiled install too: profilers and
 debuggers then see their lines, and a benchmark can set both side by side.
 
-Kept to modules that only the loop's thread runs and whose classes nothing
-outside them subclasses or stands in for (a compiled class cannot be
+Kept to modules whose classes nothing outside them subclasses or stands in
+for (a compiled class cannot be
 subclassed from Python, and an argument or attribute annotated with it must
 be one).  Compiled code trusts its annotations, so in these modules:
 
@@ -22,7 +23,11 @@ be one).  Compiled code trusts its annotations, so in these modules:
 - each ``except`` clause of a function binds its own name (mypyc gives a
   name the type of its first clause);
 - an attribute that a call may have changed is read through a call, not
-  after a narrowing ``if`` (mypyc keeps the narrowed type).
+  after a narrowing ``if`` (mypyc keeps the narrowed type);
+- what numpy computes is a numpy scalar, not an ``int``: ``.tolist()`` or
+  ``int()`` before it goes where an ``int`` is annotated;
+- a subclass's ``__init__`` passes its base's parameters on by name: mypyc
+  hands ``*args``/``**kwargs`` to a compiled ``__init__`` wrongly.
 
 The whole test suite runs against the compiled modules (CI installs them
 so), and ``tests/conftest.py`` refuses to run on ones older than their
@@ -43,9 +48,18 @@ from collections.abc import Sequence
 from types import ModuleType
 
 MODULES = (
+    "naiad.core.stats",
     "naiad.core.templates",
+    "naiad.core.validation",
+    "naiad.backends.batching",
     "naiad.engine.completion",
+    # Every scheduler with its base class: a compiled class has compiled subclasses.
+    "naiad.scheduling.base",
+    "naiad.scheduling.default",
+    "naiad.scheduling.dynamic",
+    "naiad.scheduling.ensemble",
     "naiad.scheduling.queues",
+    "naiad.scheduling.sequence",
     "naiad.frontends.eager",
     "naiad.frontends.grpc.codec",
     "naiad.frontends.grpc.infer",

@@ -17,6 +17,11 @@ turn and run inline thus completes on the caller's thread too.  A request to a m
 that runs inline completes with no hand-off at all; one that waits goes on
 in the loop's thread, and the caller waits for it as before.  A caller that
 finds the loop busy hands its request over the usual way.
+
+A request that completes on the caller's thread needs nothing to wait on:
+its result goes into an :class:`_Outcome`, and a ``concurrent.futures``
+Future (a condition, and a lock taken at each of its steps) is made only for
+one that goes on in the loop's thread.
 """
 
 from __future__ import annotations
@@ -28,7 +33,7 @@ import selectors
 import threading
 import weakref
 from collections.abc import Coroutine
-from typing import Any, TypeVar
+from typing import Any, Generic, TypeVar
 
 from naiad import interrupts
 from naiad.core.errors import Unavailable
@@ -95,7 +100,7 @@ class LoopThread:
         self._check_caller(coro)
         future: concurrent.futures.Future[T] = concurrent.futures.Future()
         self._waiting(future)
-        settle = _settle(coro, future)
+        settle = _settle(coro, _Outcome(future))
         try:
             task = asyncio.run_coroutine_threadsafe(settle, self.loop)
         except RuntimeError:  # the loop is closed
@@ -130,21 +135,21 @@ class LoopThread:
         ``asyncio.current_task()``, no ``asyncio.timeout``): the core's
         inference path, which the frontends run the same way.
         """
-        future = self._borrow(coro)
-        if future is None:
+        outcome = self._borrow(coro)
+        if outcome is None:
             return self.call(coro)
-        return future.result()
+        return outcome.result()
 
     async def arun(self, coro: Coroutine[Any, Any, T]) -> T:
         """:meth:`acall`, run on this thread while the loop idles (see :meth:`run`)."""
-        future = self._borrow(coro)
-        if future is None:
+        outcome = self._borrow(coro)
+        if outcome is None:
             return await self.acall(coro)
-        if future.done():
-            return future.result()
-        return await asyncio.wrap_future(future)
+        if outcome.future is None:
+            return outcome.result()
+        return await asyncio.wrap_future(outcome.future)
 
-    def _borrow(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
+    def _borrow(self, coro: Coroutine[Any, Any, T]) -> _Outcome[T] | None:
         """Start ``coro`` here if the loop is idle; None when it is busy (or closed)."""
         self._check_caller(coro)
         # Before the lock, which a Ctrl-C must not keep taken; the loop's code run on
@@ -156,14 +161,14 @@ class LoopThread:
             if holding:
                 interrupts.release()
 
-    def _borrowed(self, coro: Coroutine[Any, Any, T]) -> concurrent.futures.Future[T] | None:
+    def _borrowed(self, coro: Coroutine[Any, Any, T]) -> _Outcome[T] | None:
         loop = self.loop
         if loop.get_debug() or not self._lock.acquire(blocking=False):
             return None  # debug mode checks that only the loop's thread touches it
         try:
             if loop.is_closed() or not self.running:
                 return None
-            future: concurrent.futures.Future[T] = concurrent.futures.Future()
+            outcome: _Outcome[T] = _Outcome()
             # What the loop's select() was told to wait for (see the wake-up below).
             ready = len(loop._ready)  # type: ignore[attr-defined]
             scheduled = loop._scheduled  # type: ignore[attr-defined]
@@ -171,19 +176,24 @@ class LoopThread:
             outer = asyncio._get_running_loop()
             asyncio._set_running_loop(loop)
             try:
-                started = start_eagerly(loop, _settle(coro, future))
+                started = start_eagerly(loop, _settle(coro, outcome))
                 if started is not None:
+                    _run_turns(loop, outcome)
+                if not outcome.done:
+                    # It goes on in the loop's thread, which cannot run it before this
+                    # thread lets the lock go: the future is in place before it settles.
+                    assert started is not None
+                    future = outcome.future = concurrent.futures.Future()
                     future.add_done_callback(lambda f: _cancel_if_cancelled(f, loop, started))
                     # Registered only now, and only if it waits: it has no task for
                     # close() to cancel, and close() answers it after the loop stops.
                     self._waiting(future)
-                    _run_turns(loop, future)
             finally:
                 asyncio._set_running_loop(outer)
             # Callbacks or an earlier timer added here: wake the loop to run them.
             if len(loop._ready) != ready or (scheduled[0] if scheduled else None) is not first:  # type: ignore[attr-defined]
                 loop.call_soon_threadsafe(_nothing)
-            return future
+            return outcome
         finally:
             self._lock.release()
 
@@ -220,23 +230,58 @@ async def _cancel_tasks() -> None:
     await asyncio.get_running_loop().shutdown_asyncgens()
 
 
-async def _settle(coro: Coroutine[Any, Any, T], future: concurrent.futures.Future[T]) -> None:
-    """Await ``coro`` into ``future`` (which its caller may cancel from its own thread)."""
+class _Outcome(Generic[T]):
+    """A coroutine's result or error, and the future of a caller on another thread.
+
+    ``future`` is None while only the thread that ran the coroutine reads it.
+    """
+
+    __slots__ = ("done", "value", "error", "future")
+
+    def __init__(self, future: concurrent.futures.Future[T] | None = None) -> None:
+        self.done = False
+        self.value: Any = None
+        self.error: BaseException | None = None
+        self.future = future
+
+    def settle(self, value: Any, error: BaseException | None) -> None:
+        self.done = True
+        self.value = value
+        self.error = error
+        future = self.future
+        if future is None:
+            return
+        # Its caller may have cancelled it from its own thread.
+        with contextlib.suppress(concurrent.futures.InvalidStateError):
+            if error is not None:
+                future.set_exception(error)
+            else:
+                future.set_result(value)
+
+    def result(self) -> T:
+        """What the coroutine returned (raised), waiting for it if it went on elsewhere."""
+        if self.future is not None:
+            return self.future.result()
+        if self.error is not None:
+            raise self.error
+        return self.value  # type: ignore[no-any-return]
+
+
+async def _settle(coro: Coroutine[Any, Any, T], outcome: _Outcome[T]) -> None:
+    """Await ``coro`` into ``outcome``."""
     try:
         result = await coro
     except BaseException as exc:  # the caller re-raises it, whatever it is
-        with contextlib.suppress(concurrent.futures.InvalidStateError):
-            future.set_exception(exc)
+        outcome.settle(None, exc)
     else:
-        with contextlib.suppress(concurrent.futures.InvalidStateError):
-            future.set_result(result)
+        outcome.settle(result, None)
 
 
 #: Loop turns a borrowing caller runs itself before it hands its request to the loop.
 _TURNS = 4
 
 
-def _run_turns(loop: asyncio.AbstractEventLoop, future: concurrent.futures.Future[Any]) -> None:
+def _run_turns(loop: asyncio.AbstractEventLoop, outcome: _Outcome[Any]) -> None:
     """Run the loop's ready callbacks on this thread, turn by turn, as the loop would.
 
     A request that waits only for callbacks (a dynamic batch formed at the
@@ -246,7 +291,7 @@ def _run_turns(loop: asyncio.AbstractEventLoop, future: concurrent.futures.Futur
     """
     ready = loop._ready  # type: ignore[attr-defined]
     for _ in range(_TURNS):
-        if future.done() or not ready:
+        if outcome.done or not ready:
             return
         for _ in range(len(ready)):  # one turn: what is ready now, not what it adds
             handle = ready.popleft()

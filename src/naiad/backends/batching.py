@@ -163,7 +163,7 @@ class BatchPlan:
                 f"input add up to {int(counts.sum())}"
             )
         start = 0
-        for i, (shape, n) in enumerate(zip(shapes, counts, strict=True)):
+        for i, (shape, n) in enumerate(zip(shapes, counts.tolist(), strict=True)):
             per_request[i][name] = flat[start : start + n].reshape(shape)
             start += n
 

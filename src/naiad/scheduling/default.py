@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import collections
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from naiad.scheduling.base import Scheduler
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from naiad.backends.base import ModelInstance
+    from naiad.core.stats import ModelStats
     from naiad.core.types import InferenceRequest
+    from naiad.scheduling.admission import ModelAdmission
+    from naiad.scheduling.rate_limiter import InstanceSlot
 
 
 class DefaultScheduler(Scheduler):
@@ -16,8 +22,17 @@ class DefaultScheduler(Scheduler):
 
     pipelines = True
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        instances: list[ModelInstance],
+        stats: ModelStats,
+        *,
+        decoupled: bool = False,
+        slots: Sequence[InstanceSlot | None] | None = None,
+        admission: ModelAdmission | None = None,
+    ) -> None:
+        # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
+        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
         self._queue: collections.deque[InferenceRequest] = collections.deque()
 
     def enqueue(self, request: InferenceRequest) -> None:

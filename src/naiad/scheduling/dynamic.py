@@ -28,8 +28,14 @@ from naiad.scheduling.queues import Entry, PriorityQueues
 from naiad.scheduling.timers import Timer
 
 if TYPE_CHECKING:
+    from collections.abc import Sequence
+
+    from naiad.backends.base import ModelInstance
     from naiad.config import ModelConfig
+    from naiad.core.stats import ModelStats
     from naiad.core.types import ResponseSink
+    from naiad.scheduling.admission import ModelAdmission
+    from naiad.scheduling.rate_limiter import InstanceSlot
 
 
 def _request_prefix(request: InferenceRequest) -> str:
@@ -39,8 +45,18 @@ def _request_prefix(request: InferenceRequest) -> str:
 class DynamicBatcher(Scheduler):
     """Forms batches by preferred size, delay, priority and shape."""
 
-    def __init__(self, *args: Any, config: ModelConfig, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        instances: list[ModelInstance],
+        stats: ModelStats,
+        *,
+        config: ModelConfig,
+        decoupled: bool = False,
+        slots: Sequence[InstanceSlot | None] | None = None,
+        admission: ModelAdmission | None = None,
+    ) -> None:
+        # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
+        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
         batching = config.dynamic_batching
         self.batching = config.max_batch_size > 0
         self.max_rows = max(config.max_batch_size, 1)

@@ -28,7 +28,7 @@ import itertools
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -59,9 +59,14 @@ from naiad.scheduling.sequence_state import (
 from naiad.scheduling.timers import Timer
 
 if TYPE_CHECKING:
+    import collections.abc
+
     from naiad.backends.base import ModelInstance
     from naiad.config import ModelConfig
+    from naiad.core.stats import ModelStats
     from naiad.core.types import CorrelationId, ResponseSink
+    from naiad.scheduling.admission import ModelAdmission
+    from naiad.scheduling.rate_limiter import InstanceSlot
 
 DEFAULT_IDLE_US = 1_000_000
 
@@ -75,13 +80,18 @@ class SequenceBatcher(Scheduler):
 
     def __init__(
         self,
-        *args: Any,
+        instances: list[ModelInstance],
+        stats: ModelStats,
+        *,
         config: ModelConfig,
         model_dir: Path | None = None,
         clock: Callable[[], int] = time.monotonic_ns,
-        **kwargs: Any,
+        decoupled: bool = False,
+        slots: collections.abc.Sequence[InstanceSlot | None] | None = None,
+        admission: ModelAdmission | None = None,
     ) -> None:
-        super().__init__(*args, **kwargs)
+        # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
+        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
         sequencing = config.sequence_batching
         self.model = config.name
         self.iterative = sequencing.iterative_sequence
