@@ -45,7 +45,9 @@ CASES = Path(__file__).resolve().parent / "backends"
 
 
 def load_case(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"naiad_bench_case_{name}", CASES / f"{name}_case.py")
+    spec = importlib.util.spec_from_file_location(
+        f"naiad_bench_case_{name}", CASES / f"{name}_case.py"
+    )
     assert spec is not None and spec.loader is not None, name
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -95,7 +97,9 @@ def measure(name: str, requests: int, concurrency: list[int], with_perf: bool) -
         try:
             got = server.infer(case.MODEL, feed)
             for key, value in expected.items():  # the same answer, or the timing means nothing
-                np.testing.assert_allclose(np.ravel(got[key]), np.ravel(value), rtol=1e-4, atol=1e-5)
+                np.testing.assert_allclose(
+                    np.ravel(got[key]), np.ravel(value), rtol=1e-4, atol=1e-5
+                )
             row["embedded"] = timed(lambda: server.infer(case.MODEL, feed), requests)
         finally:
             server.stop()

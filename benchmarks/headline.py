@@ -23,7 +23,9 @@ with like.  Read ratios against the noise column (max/min over rounds).
 instance, naiad's default before ``auto``) in the same rounds: the before and
 after of that change from one run.  ``--pure`` likewise measures naiad with
 ``NAIAD_PURE_PYTHON=1``: its request path run from source, not compiled
-(``naiad._compiled``).
+(``naiad._compiled``).  ``--before SRC`` measures the naiad of another
+checkout's ``src`` too (a ``git worktree`` of the commit before a change,
+its extensions built by ``python setup.py build_ext --inplace`` there).
 """
 
 from __future__ import annotations
@@ -62,6 +64,8 @@ SERVERS = ("naiad", "triton")
 STUBS = "naiad-stubs"
 #: ``--pure``: naiad with its request path run from source, as before it was compiled.
 PURE = "naiad-pure"
+#: ``--before SRC``: the naiad of another checkout.
+BEFORE = "naiad-before"
 
 #: (condition, server, model, protocol, c) -> one perf_analyzer result per round
 Results = dict[tuple[str, str, str, str, int], list[dict[str, float]]]
@@ -89,11 +93,13 @@ def main() -> int:
         "--stubs", action="store_true", help="also naiad with execution-mode=process"
     )
     parser.add_argument("--pure", action="store_true", help="also naiad with NAIAD_PURE_PYTHON=1")
+    parser.add_argument("--before", type=Path, help="also the naiad of this src folder")
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
     conditions = ["quiet"] if args.mode == "quiet" else ["quiet", args.mode]
     args.servers = [*SERVERS, *[STUBS] * args.stubs, *[PURE] * args.pure]
+    args.servers += [BEFORE] if args.before else []
     results: Results = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -141,6 +147,9 @@ def measure(
             proc = start_naiad(
                 repo, port, log, protocol, prefix, environment={"NAIAD_PURE_PYTHON": "1"}
             )
+        elif server == BEFORE:
+            where = {"PYTHONPATH": str(args.before.resolve())}
+            proc = start_naiad(repo, port, log, protocol, prefix, environment=where)
         else:
             proc = start_naiad(repo, port, log, protocol, prefix)
         try:
@@ -168,7 +177,7 @@ def busy(count: int) -> Iterator[None]:
 def report(results: Results, conditions: list[str], args: argparse.Namespace) -> str:
     out: list[str] = []
     cells = [(m, p, c) for m in args.models for p in args.protocols for c in args.concurrency]
-    extras = [s for s in args.servers if s not in SERVERS]  # --stubs, --pure
+    extras = [s for s in args.servers if s not in SERVERS]  # --stubs, --pure, --before
     for condition in conditions:
         out += [
             f"\n{condition}" + (f" ({describe(condition, args)})" if condition != "quiet" else ""),

@@ -159,7 +159,9 @@ def main() -> int:
             for rnd in range(args.rounds):
                 for c in args.concurrency:
                     for name in round_order(servers, rnd):
-                        rate = wrk(servers[name][1], c, args.seconds, script, threads=args.wrk_threads)
+                        rate = wrk(
+                            servers[name][1], c, args.seconds, script, threads=args.wrk_threads
+                        )
                         results.setdefault((name, c), []).append(rate)
                         print(f"round {rnd + 1} {name:9} c={c:<3} {rate:9.1f} infer/s", flush=True)
                 c = max(args.concurrency)
