@@ -14,9 +14,9 @@ runs them from their source in a compiled install too: profilers and
 debuggers then see their lines, and a benchmark can set both side by side.
 
 Kept to modules whose classes nothing outside them subclasses or stands in
-for (a compiled class cannot be
-subclassed from Python, and an argument or attribute annotated with it must
-be one).  Compiled code trusts its annotations, so in these modules:
+for (a compiled class cannot be subclassed from Python, and an argument or
+attribute annotated with it must be one).  Compiled code trusts its
+annotations, so in these modules:
 
 - an annotation says what the value is at run time (an attribute that
   starts as a shared placeholder of another type is ``Any``);
