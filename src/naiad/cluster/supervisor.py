@@ -62,7 +62,9 @@ class Worker:
     index: int
     #: Private, on loopback: the supervisor sums the workers' metrics there, and the
     #: workers read each other's statistics (always on, whatever --allow-metrics says).
-    metrics_port: int
+    #: The worker binds a free one itself and says which when it serves (0 till then):
+    #: a port chosen here and bound there could be taken by anyone in between.
+    metrics_port: int = 0
     process: subprocess.Popen[bytes] | None = None
     started: float = 0.0
     crashes: int = 0
@@ -94,7 +96,7 @@ async def supervise(
         log.error("%s", held)
         return 1
     sockets, http_port, grpc_port = held
-    workers = [Worker(i, port) for i, port in enumerate(_free_ports(options.workers))]
+    workers = [Worker(i) for i in range(options.workers)]
     command = [
         *argv,
         "--workers=1",
@@ -181,7 +183,7 @@ async def supervise(
 
 def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
     pipe = ReadyPipe()  # the worker serves once it writes its line (naiad.ready)
-    args = [sys.executable, "-m", "naiad", *command, f"--metrics-port={worker.metrics_port}"]
+    args = [sys.executable, "-m", "naiad", *command, "--metrics-port=0"]
     mine = {**pipe.env, INDEX: str(worker.index)}
     try:
         worker.process = subprocess.Popen(
@@ -190,6 +192,7 @@ def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
     finally:
         pipe.started()
     worker.started = time.monotonic()
+    worker.metrics_port = 0  # its last one may be anyone's by now
     worker.ready.clear()
     asyncio.get_running_loop().add_reader(pipe.fileno(), _on_ready, worker, pipe)
 
@@ -197,7 +200,9 @@ def _start(worker: Worker, command: list[str], env: dict[str, str]) -> None:
 def _on_ready(worker: Worker, pipe: ReadyPipe) -> None:
     """The worker wrote (ready) or closed its end (exited): stop listening either way."""
     asyncio.get_running_loop().remove_reader(pipe.fileno())
-    if pipe.read() is not None:
+    ports = pipe.read()
+    if ports is not None:
+        worker.metrics_port = ports.get("metrics", 0)
         worker.ready.set()
 
 
@@ -349,17 +354,6 @@ def _endpoints(
     return ", ".join(parts)
 
 
-def _free_ports(count: int) -> list[int]:
-    """``count`` different free loopback ports (all held at once while they are chosen)."""
-    with contextlib.ExitStack() as held:
-        ports = []
-        for _ in range(count):
-            sock = held.enter_context(socket.socket())
-            sock.bind(("127.0.0.1", 0))
-            ports.append(int(sock.getsockname()[1]))
-    return ports
-
-
 async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> asyncio.Server:
     """The public metrics port: every worker's ``/metrics``, summed (see metrics.aggregate)."""
 
@@ -386,7 +380,9 @@ async def _serve_metrics(options: ServerOptions, workers: list[Worker]) -> async
 
 async def _scrape(port: int) -> str:
     """One worker's ``/metrics`` on its private loopback port; "" from a worker that is
-    restarting (it does not answer within the timeout, or answers anything but 200)."""
+    restarting (no port yet, no answer within the timeout, or anything but 200)."""
+    if not port:
+        return ""
     try:
         reader, writer = await asyncio.wait_for(
             asyncio.open_connection("127.0.0.1", port), _SCRAPE_TIMEOUT_S
