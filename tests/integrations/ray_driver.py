@@ -2,18 +2,20 @@
 Serve, and a few commands read from stdin (Ray's own imports warn, which the test
 process's ``filterwarnings = error`` would turn into failures).
 
-Usage: ``ray_driver.py MODEL_REPOSITORY HTTP_PORT REPLICAS``; prints ``ready HOST:PORT`` once
-Serve answers, then for each line of stdin: ``replicas`` -> the running count, ``names`` -> the replica actors' names,
+Usage: ``ray_driver.py MODEL_REPOSITORY REPLICAS``; prints ``ready HOST:PORT`` once
+Serve answers on a free port, then for each line of stdin: ``replicas`` -> the running count, ``names`` -> the replica actors' names,
 ``kill`` -> kills one replica's actor (Ray's controller starts another) and prints
 its name, ``quit`` -> shuts Serve and Ray down and exits.
 """
 
 from __future__ import annotations
 
+import socket
 import sys
 
 import ray
 from ray import serve
+from ray.exceptions import RayTaskError
 
 from naiad.integrations import ray as naiad_ray
 
@@ -35,11 +37,32 @@ def kill_one() -> str:
     return name
 
 
+def free_port() -> int:
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
+
+
+def serve_on_a_free_port(app: serve.Application, tries: int = 5) -> str:
+    """Ray's proxy binds its port seconds after the port was found free, and in a
+    parallel test run another test's server can take it first; then the proxy
+    fails to start, and Serve starts again on another port."""
+    for attempt in range(tries):
+        try:
+            return naiad_ray.run(app, port=free_port())
+        except RayTaskError as exc:
+            if "Failed to bind" not in str(exc) or attempt == tries - 1:
+                raise
+            print(f"the proxy's port was taken ({exc}); trying another", file=sys.stderr)
+            serve.shutdown()
+    raise AssertionError("unreachable")
+
+
 def main() -> None:
-    repository, port, count = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+    repository, count = sys.argv[1], int(sys.argv[2])
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     app = naiad_ray.deployment(repository, num_replicas=count, ray_actor_options={"num_cpus": 0.5})
-    print("ready", naiad_ray.run(app, port=port), flush=True)
+    print("ready", serve_on_a_free_port(app), flush=True)
     for line in sys.stdin:
         command = line.strip()
         if command == "replicas":

@@ -5,6 +5,7 @@ while a client keeps asking."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -16,7 +17,6 @@ from pathlib import Path
 import numpy as np
 import pytest
 import tritonclient.http as httpclient
-from support.processes import free_port
 from tritonclient.utils import InferenceServerException
 
 pytestmark = [pytest.mark.e2e, pytest.mark.frameworks]
@@ -28,9 +28,10 @@ DRIVER = Path(__file__).resolve().parent / "ray_driver.py"
 class Driver:
     """The child process that holds the Ray driver; one command, one line back."""
 
-    def __init__(self, proc: subprocess.Popen, url: str) -> None:
+    def __init__(self, proc: subprocess.Popen, url: str, log: Path) -> None:
         self.proc = proc
         self.url = url
+        self.log = log
         self.lock = threading.Lock()
 
     def ask(self, command: str, timeout: float = 60) -> str:
@@ -38,17 +39,20 @@ class Driver:
         with self.lock:
             self.proc.stdin.write(command + "\n")
             self.proc.stdin.flush()
-            return _read_line(self.proc, timeout)
+            return _read_line(self.proc, self.log, timeout)
 
 
-def _read_line(proc: subprocess.Popen, timeout: float) -> str:
+def _read_line(proc: subprocess.Popen, log: Path, timeout: float) -> str:
     """One line of the driver's output, or a failure with its log if none comes."""
     assert proc.stdout is not None
     found: list[str] = []
     reader = threading.Thread(target=lambda: found.append(proc.stdout.readline()), daemon=True)
     reader.start()
     reader.join(timeout)
-    assert found and found[0], f"the Ray driver said nothing (exit code {proc.poll()})"
+    assert found and found[0], (
+        f"the Ray driver said nothing (exit code {proc.poll()}); its log ends:\n"
+        + log.read_text(errors="replace")[-4000:]
+    )
     return found[0].strip()
 
 
@@ -58,19 +62,20 @@ def ray_serve(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Driver]:
     shutil.copytree(
         ROOT / "examples" / "model_repository" / "add_sub", folder / "models" / "add_sub"
     )
-    port = free_port()
     path = os.pathsep.join(p for p in (str(ROOT / "src"), os.environ.get("PYTHONPATH", "")) if p)
     env = dict(os.environ, PYTHONPATH=path, RAY_USAGE_STATS_ENABLED="0")
-    log = (folder / "driver.log").open("w")
+    log_path = folder / "driver.log"
+    log = log_path.open("w")
     proc = subprocess.Popen(
-        [sys.executable, str(DRIVER), str(folder / "models"), str(port), "2"],
+        [sys.executable, str(DRIVER), str(folder / "models"), "2"],
         stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=log, text=True, env=env,
     )  # fmt: skip
     try:
-        # naiad_ray.run serves on the port asked for (Ray Serve's own default is 8000)
-        ready = _read_line(proc, 120)
-        assert ready == f"ready 127.0.0.1:{port}", (folder / "driver.log").read_text()[-3000:]
-        yield Driver(proc, f"127.0.0.1:{port}")
+        # the driver serves on a free port it picks (Ray Serve's own default is 8000)
+        ready = _read_line(proc, log_path, 120)
+        found = re.fullmatch(r"ready (127\.0\.0\.1:\d+)", ready)
+        assert found, log_path.read_text()[-4000:]
+        yield Driver(proc, found[1], log_path)
     finally:
         if proc.poll() is None:
             assert proc.stdin is not None
