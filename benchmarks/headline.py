@@ -26,6 +26,8 @@ after of that change from one run.  ``--pure`` likewise measures naiad with
 (``naiad._compiled``).  ``--before SRC`` measures the naiad of another
 checkout's ``src`` too (a ``git worktree`` of the commit before a change,
 its extensions built by ``python setup.py build_ext --inplace`` there).
+``--workers N`` measures naiad with ``--workers N`` as well: N processes on
+the same ports, each with a share of the cores when they are contended.
 """
 
 from __future__ import annotations
@@ -66,6 +68,8 @@ STUBS = "naiad-stubs"
 PURE = "naiad-pure"
 #: ``--before SRC``: the naiad of another checkout.
 BEFORE = "naiad-before"
+#: ``--workers N``: naiad with N worker processes.
+WORKERS = "naiad-x"
 
 #: (condition, server, model, protocol, c) -> one perf_analyzer result per round
 Results = dict[tuple[str, str, str, str, int], list[dict[str, float]]]
@@ -94,12 +98,14 @@ def main() -> int:
     )
     parser.add_argument("--pure", action="store_true", help="also naiad with NAIAD_PURE_PYTHON=1")
     parser.add_argument("--before", type=Path, help="also the naiad of this src folder")
+    parser.add_argument("--workers", type=int, help="also naiad with --workers N")
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
     conditions = ["quiet"] if args.mode == "quiet" else ["quiet", args.mode]
     args.servers = [*SERVERS, *[STUBS] * args.stubs, *[PURE] * args.pure]
     args.servers += [BEFORE] if args.before else []
+    args.servers += [f"{WORKERS}{args.workers}"] if args.workers else []
     results: Results = {}
     try:
         with tempfile.TemporaryDirectory() as tmp:
@@ -150,6 +156,8 @@ def measure(
         elif server == BEFORE:
             where = {"PYTHONPATH": str(args.before.resolve())}
             proc = start_naiad(repo, port, log, protocol, prefix, environment=where)
+        elif server.startswith(WORKERS):
+            proc = start_naiad(repo, port, log, protocol, prefix, workers=args.workers)
         else:
             proc = start_naiad(repo, port, log, protocol, prefix)
         try:
@@ -177,7 +185,7 @@ def busy(count: int) -> Iterator[None]:
 def report(results: Results, conditions: list[str], args: argparse.Namespace) -> str:
     out: list[str] = []
     cells = [(m, p, c) for m in args.models for p in args.protocols for c in args.concurrency]
-    extras = [s for s in args.servers if s not in SERVERS]  # --stubs, --pure, --before
+    extras = [s for s in args.servers if s not in SERVERS]  # --stubs, --pure, --before, --workers
     for condition in conditions:
         out += [
             f"\n{condition}" + (f" ({describe(condition, args)})" if condition != "quiet" else ""),
