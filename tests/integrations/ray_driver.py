@@ -3,9 +3,10 @@ Serve, and a few commands read from stdin (Ray's own imports warn, which the tes
 process's ``filterwarnings = error`` would turn into failures).
 
 Usage: ``ray_driver.py MODEL_REPOSITORY REPLICAS``; prints ``ready HOST:PORT`` once
-Serve answers on a free port, then for each line of stdin: ``replicas`` -> the running count, ``names`` -> the replica actors' names,
-``kill`` -> kills one replica's actor (Ray's controller starts another) and prints
-its name, ``quit`` -> shuts Serve and Ray down and exits.
+Serve answers on a free port, then for each line of stdin: ``replicas`` -> the
+running count, ``names`` -> the replica actors' names, ``kill`` -> kills one
+replica's actor (Ray's controller starts another) and prints its name,
+``quit`` -> shuts Serve and Ray down and exits.
 """
 
 from __future__ import annotations
@@ -47,15 +48,15 @@ def serve_on_a_free_port(app: serve.Application, tries: int = 5) -> str:
     """Ray's proxy binds its port seconds after the port was found free, and in a
     parallel test run another test's server can take it first; then the proxy
     fails to start, and Serve starts again on another port."""
-    for attempt in range(tries):
+    for _ in range(tries - 1):
         try:
             return naiad_ray.run(app, port=free_port())
         except RayTaskError as exc:
-            if "Failed to bind" not in str(exc) or attempt == tries - 1:
+            if "Failed to bind" not in str(exc):
                 raise
             print(f"the proxy's port was taken ({exc}); trying another", file=sys.stderr)
             serve.shutdown()
-    raise AssertionError("unreachable")
+    return naiad_ray.run(app, port=free_port())
 
 
 def main() -> None:
