@@ -11,12 +11,13 @@ replica's actor (Ray's controller starts another) and prints its name,
 
 from __future__ import annotations
 
+import os
 import socket
 import sys
 
 import ray
 from ray import serve
-from ray.exceptions import RayTaskError
+from ray.exceptions import RayActorError, RayTaskError
 
 from naiad.integrations import ray as naiad_ray
 
@@ -47,7 +48,8 @@ def free_port() -> int:
 def serve_on_a_free_port(app: serve.Application, tries: int = 5) -> str:
     """Ray's proxy binds its port seconds after the port was found free, and in a
     parallel test run another test's server can take it first; then the proxy
-    fails to start, and Serve starts again on another port."""
+    fails to start, and Serve starts again on another port.  A proxy that Ray's
+    controller killed for starting slowly is started again the same way."""
     for _ in range(tries - 1):
         try:
             return naiad_ray.run(app, port=free_port())
@@ -55,12 +57,18 @@ def serve_on_a_free_port(app: serve.Application, tries: int = 5) -> str:
             if "Failed to bind" not in str(exc):
                 raise
             print(f"the proxy's port was taken ({exc}); trying another", file=sys.stderr)
-            serve.shutdown()
+        except RayActorError as exc:
+            print(f"the proxy died while starting ({exc}); starting again", file=sys.stderr)
+        serve.shutdown()
     return naiad_ray.run(app, port=free_port())
 
 
 def main() -> None:
     repository, count = sys.argv[1], int(sys.argv[2])
+    # Serve's controller kills a proxy not ready within 5 s, which a loaded 2-core
+    # test machine can take just to start the proxy's process; Ray's processes
+    # inherit this driver's environment.
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     app = naiad_ray.deployment(repository, num_replicas=count, ray_actor_options={"num_cpus": 0.5})
     print("ready", serve_on_a_free_port(app), flush=True)
