@@ -18,6 +18,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
+from support.checkout import checkout_copy
 
 pytestmark = pytest.mark.e2e
 
@@ -43,7 +44,7 @@ def test_naiad_then_the_newest_tritonclient_all(venv: Path, tmp_path: Path) -> N
     gone = ("PYTHONPATH", "VIRTUAL_ENV", "NAIAD_PURE_PYTHON")  # installed as users install it
     env = {k: v for k, v in os.environ.items() if k not in gone}
     pip = [python, "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-    _run(*pip, str(ROOT), env=env)
+    _run(*pip, str(checkout_copy(tmp_path)), env=env)
     _run(*pip, "--upgrade", "tritonclient[all]", env=env)
     versions = _run(
         python, "-c",

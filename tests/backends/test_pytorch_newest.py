@@ -22,10 +22,12 @@ import fcntl
 import os
 import subprocess
 import sys
+import tempfile
 import textwrap
 from pathlib import Path
 
 import pytest
+from support.checkout import checkout_copy
 
 pytestmark = [pytest.mark.e2e, pytest.mark.frameworks, pytest.mark.timeout(1800)]
 
@@ -61,7 +63,8 @@ def _newest_torch_venv() -> Path:
             made = _run(sys.executable, "-m", "venv", "--clear", str(VENV))
             assert made.returncode == 0, made.stderr
         pip = [str(python), "-m", "pip", "install", "-q", "--disable-pip-version-check"]
-        done = _run(*pip, "--upgrade", "torch", str(ROOT))
+        with tempfile.TemporaryDirectory() as where:
+            done = _run(*pip, "--upgrade", "torch", str(checkout_copy(Path(where))))
         assert done.returncode == 0, done.stdout + done.stderr
         READY.touch()
     return python
