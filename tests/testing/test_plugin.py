@@ -4,6 +4,7 @@ over a test file that uses ``naiad_server`` and the golden cases of a repository
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -154,3 +155,39 @@ def test_the_plugin_is_registered_and_cheap_to_load() -> None:
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     added = [m for m in eval(done.stdout) if m.startswith(("naiad", "tritonclient", "grpc"))]
     assert added == ["naiad.testing", "naiad.testing.choices", "naiad.testing.plugin"]
+
+
+def test_pytest_leaves_naiads_own_modules_unrewritten(
+    pytester: pytest.Pytester, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """pytest rewrites every module of a distribution with a ``pytest11`` entry point;
+    naiad's would be parsed again on import, in a server's loading threads too."""
+    site = pytester.mkdir("site")  # naiad as a wheel installs it: its RECORD names naiad/
+    info = site / "naiad-0.0.dist-info"
+    info.mkdir()
+    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: naiad\nVersion: 0.0\n")
+    (info / "entry_points.txt").write_text("[pytest11]\nnaiad = naiad.testing.plugin\n")
+    (info / "RECORD").write_text("naiad/__init__.py,,\nnaiad/testing/plugin.py,,\n")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(site), os.environ.get("PYTHONPATH", "")]))
+    monkeypatch.delenv("PYTEST_DISABLE_PLUGIN_AUTOLOAD", raising=False)
+    pytester.makepyfile(
+        test_loaders="""
+        import threading
+
+        def test_naiad_is_not_rewritten_and_its_plugin_is():
+            found = {}
+
+            def load():  # as a server's loader thread imports a backend
+                import naiad.backends.autocomplete as module
+                found["module"] = module
+
+            thread = threading.Thread(target=load)
+            thread.start()
+            thread.join()
+            assert type(found["module"].__loader__).__name__ != "AssertionRewritingHook"
+            import naiad.testing.plugin as plugin
+            assert type(plugin.__loader__).__name__ == "AssertionRewritingHook"
+    """
+    )
+    result = pytester.runpytest_subprocess("-p", "no:cacheprovider", "-p", "no:xdist", timeout=240)
+    result.assert_outcomes(passed=1)

@@ -46,12 +46,29 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 
 
 def pytest_configure(config: pytest.Config) -> None:
+    _rewrite_only_the_plugin(config)
     config.addinivalue_line(
         "markers",
         "naiad_repository(path): the model repository naiad_server serves for this test "
         "(relative to the test's file)",
     )
     config.stash[SERVERS] = {}
+
+
+def _rewrite_only_the_plugin(config: pytest.Config) -> None:
+    """pytest rewrites the asserts of every module in a distribution that declares a
+    ``pytest11`` plugin, so each naiad module a test run imports would be parsed
+    again with :mod:`ast`: slower imports for nothing, and a server that loads
+    models in parallel threads parses in two threads at once, which CPython 3.11
+    can fail with ``SystemError: AST constructor recursion depth mismatch`` (a
+    model then fails to load, now and then).  pytest has no public way to take a
+    name back; where its hook looks different, this does nothing."""
+    hook = getattr(config.pluginmanager, "rewrite_hook", None)
+    marked = getattr(hook, "_must_rewrite", None)
+    if hook is None or not isinstance(marked, set) or "naiad" not in marked:
+        return
+    marked.discard("naiad")
+    hook.mark_rewrite("naiad.testing")  # the plugin's own modules, as before (clears its cache)
 
 
 def pytest_unconfigure(config: pytest.Config) -> None:
