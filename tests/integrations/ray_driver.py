@@ -14,6 +14,8 @@ from __future__ import annotations
 import os
 import socket
 import sys
+import time
+import urllib.request
 
 import ray
 from ray import serve
@@ -50,25 +52,50 @@ def serve_on_a_free_port(app: serve.Application, tries: int = 5) -> str:
     parallel test run another test's server can take it first; then the proxy
     fails to start, and Serve starts again on another port.  A proxy that Ray's
     controller killed for starting slowly is started again the same way."""
-    for _ in range(tries - 1):
+    for attempt in range(1, tries + 1):
         try:
-            return naiad_ray.run(app, port=free_port())
+            return start(app, free_port())
         except RayTaskError as exc:
-            if "Failed to bind" not in str(exc):
+            if "Failed to bind" not in str(exc) or attempt == tries:
                 raise
             print(f"the proxy's port was taken ({exc}); trying another", file=sys.stderr)
         except RayActorError as exc:
+            if attempt == tries:
+                raise
             print(f"the proxy died while starting ({exc}); starting again", file=sys.stderr)
         serve.shutdown()
-    return naiad_ray.run(app, port=free_port())
+    raise AssertionError("tries must be at least 1")
+
+
+def start(app: serve.Application, port: int) -> str:
+    """``naiad_ray.run`` on ``port``, returned once Ray's proxy answers there.
+
+    ``serve.start`` gives up on its proxy after 60 s (Ray's fixed
+    ``HTTP_PROXY_TIMEOUT``), which a loaded two-core machine can exceed; the
+    proxy goes on starting, and a second call joins the Serve that runs."""
+    try:
+        address = naiad_ray.run(app, port=port)
+    except TimeoutError as exc:
+        print(f"{exc}: waiting on", file=sys.stderr)
+        address = naiad_ray.run(app, port=port)
+    deadline = time.monotonic() + 600
+    while True:  # Ray's proxy's own health route: not another server on the port
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/-/healthz", timeout=10) as r:
+                if r.status == 200:
+                    return address
+        except OSError:
+            pass
+        assert time.monotonic() < deadline, f"Ray's proxy never answered on port {port}"
+        time.sleep(0.5)
 
 
 def main() -> None:
     repository, count = sys.argv[1], int(sys.argv[2])
     # Serve's controller kills a proxy not ready within 5 s, which a loaded 2-core
-    # test machine can take just to start the proxy's process; Ray's processes
-    # inherit this driver's environment.
-    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "60")
+    # test machine can take many times over just to start the proxy's process;
+    # Ray's processes inherit this driver's environment.
+    os.environ.setdefault("RAY_SERVE_PROXY_READY_CHECK_TIMEOUT_S", "120")
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     app = naiad_ray.deployment(repository, num_replicas=count, ray_actor_options={"num_cpus": 0.5})
     print("ready", serve_on_a_free_port(app), flush=True)
