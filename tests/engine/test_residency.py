@@ -343,8 +343,8 @@ def test_two_loads_racing_for_the_last_memory_take_turns(tmp_path: Path) -> None
             c = pool.submit(infer_grpc, served.grpc_port, "c")
             np.testing.assert_array_equal(b.result(), X + 1)
             np.testing.assert_array_equal(c.result(), X + 2)
-        assert watch.most_bytes <= budget
-        assert watch.most_loaded <= 1
+        assert watch.most_bytes <= budget, served.output()[-8000:]
+        assert watch.most_loaded <= 1, served.output()[-8000:]
         loads = metric(served.metrics_port, "naiad_model_load_count")
         assert loads == {'model="first"': 1, 'model="b"': 1, 'model="c"': 1}
 

@@ -137,8 +137,7 @@ class Residency:
         self._loads: dict[str, asyncio.Task[None]] = {}
         self._waiting: Counter[str] = Counter()  # requests waiting for a load, per model
         self._reserved: dict[str, int] = {}  # loads under way -> bytes expected
-        self._evicting: dict[str, int] = {}  # unloads under way -> bytes they free
-        self._evicted: dict[str, asyncio.Event] = {}  # ... set when each has freed them
+        self._evicting: dict[str, asyncio.Event] = {}  # unloads under way -> set when done
         self._failed: dict[str, tuple[ModelFingerprint | None, NaiadError]] = {}
         self._last_cost: dict[str, int] = {}  # memory measured at a model's last load
         self._described: dict[str, Described] = {}  # never loaded, asked about
@@ -359,11 +358,15 @@ class Residency:
         if loading is not None:
             # The room counted what the unloads under way free: the load starts once
             # they have freed it, not while both would be held.
-            for done in list(self._evicted.values()):
+            for done in list(self._evicting.values()):
                 await done.wait()
 
     def _needed(self, loading: str | None) -> int:
-        held = self.used() - sum(self._evicting.values())
+        # An unload under way frees what its model still holds: counted as free already,
+        # and never twice (what it held leaves ``used`` as its versions go).
+        held = sum(
+            self.holding(name) for name in self.registry.models if name not in self._evicting
+        )
         if loading is None:
             return held
         for name, expected in self._reserved.items():  # in the order the loads began
@@ -435,15 +438,13 @@ class Residency:
         return max([loaded, *(mv.stats.last_inference_ms for mv in entry.versions.values())])
 
     async def _evict(self, name: str, why: str) -> None:
-        self._evicting[name] = self.holding(name)
-        done = self._evicted[name] = asyncio.Event()
+        done = self._evicting[name] = asyncio.Event()
         self._failed.pop(name, None)  # it loaded since (an explicit load): that error is old
         reason = BUDGET_REASON if why == "budget" else IDLE_REASON.format(secs=self.idle_secs)
         try:
             await self.control.evict(name, reason)
         finally:
             del self._evicting[name]
-            del self._evicted[name]
             done.set()
         self._stats(name).evictions[why] += 1
         log.info("unloaded '%s': %s", name, reason.removeprefix("unloaded: "))
