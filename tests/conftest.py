@@ -108,6 +108,17 @@ def pytest_make_collect_report(
     return pytest.CollectReport(report.nodeid, "skipped", (str(collector.path), None, reason), [])
 
 
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what a passed test recorded as ``benchmark`` (``record_property``): figures
+    that CI shows but does not judge (tests/test_headline.py).  The property travels
+    with the test's report, so it reaches this summary from an xdist worker too."""
+    for report in terminalreporter.stats.get("passed", []):
+        for name, value in getattr(report, "user_properties", ()):
+            if name == "benchmark":
+                terminalreporter.write_sep("-", report.nodeid)
+                terminalreporter.write_line(str(value))
+
+
 def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
     """``-n auto`` (pyproject's addopts): two workers per core this process may use, at
     most 8.  The suite mostly waits (child servers starting, sockets, model loads), so a
