@@ -27,6 +27,7 @@ PROTOCOLS = ("http", "grpc")
 CONCURRENCY = (1, 8)
 
 
+@pytest.mark.timeout(600)
 def test_headline_measures_every_cell_on_both_servers(
     tmp_path: Path, record_property: Callable[[str, object], None]
 ) -> None:
@@ -36,7 +37,7 @@ def test_headline_measures_every_cell_on_both_servers(
          "--rounds", "1", "--interval", "1000", "--models", *MODELS,
          "--protocols", *PROTOCOLS, "--concurrency", *map(str, CONCURRENCY),
          "--json", str(runs)],
-        capture_output=True, text=True, timeout=600,
+        capture_output=True, text=True, timeout=540,
     )  # fmt: skip
     output = done.stdout + done.stderr
     assert done.returncode == 0, output
