@@ -248,11 +248,11 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
         print(f"answered {writes}", flush=True)
         return
     from naiad import Server
+    from naiad.backends.base import ModelInstance
     from naiad.core import datatypes
     from naiad.core.types import InferenceRequest, InferInput
-    from naiad.scheduling import base
 
-    base.INLINE_MAX_NS = 10**12  # see the module docstring
+    ModelInstance.inline_max_ns = 10**12  # see the module docstring
 
     # No metrics: their poller runs on a timer, and under valgrind a timer fires
     # ever more often per request, which would make the count depend on speed.

@@ -26,7 +26,7 @@ from scheduling_helpers import (
 from support import onnx_models
 from support.onnx_models import write_config
 
-from naiad.scheduling.base import INLINE_MAX_NS
+from naiad.backends.base import ModelInstance
 
 pytestmark = pytest.mark.unit
 
@@ -231,9 +231,11 @@ async def test_requests_read_in_one_loop_turn_batch_without_a_delay(repo):
     async with make_server(repo, Recorder()) as server:
         sched = scheduler(server, "mm")
         warm = 0
-        while warm < 200 and not (sched._exec_ns and max(sched._exec_ns.values()) < INLINE_MAX_NS):
+        while warm < 200 and not (
+            sched._exec_ns and max(sched._exec_ns.values()) < ModelInstance.inline_max_ns
+        ):
             await server.infer_async("mm", {"INPUT0": x})  # until measured fast: runs inline
             warm += 1
-        assert max(sched._exec_ns.values()) < INLINE_MAX_NS
+        assert max(sched._exec_ns.values()) < ModelInstance.inline_max_ns
         await asyncio.gather(*(server.infer_async("mm", {"INPUT0": x}) for _ in range(6)))
         assert batch_sizes(server, "mm") == {1: warm, 6: 1}

@@ -139,7 +139,13 @@ class ModelInstance(abc.ABC):
     #: Whether ``execute`` may wait without using the CPU (I/O, sleeps, as
     #: Python models may): its time on its thread then counts in wall time,
     #: so such waits never look fast enough for the event loop.
-    may_wait: ClassVar[bool] = False
+    may_wait: bool = False
+
+    #: How long its batches may take (moving average, ns) and still run on the
+    #: event loop.  Short by default: a backend that leaves the GIL while it
+    #: computes overlaps the loop from its thread, so only a batch shorter than
+    #: the hand-off to that thread is better run inline.
+    inline_max_ns: int = 200_000
 
     #: How many batches the instance accepts at once.  Above 1 for a backend
     #: that queues them itself and still runs them one after another (a Python

@@ -14,7 +14,7 @@ arrived meanwhile), the worker threads and the completion of batches.
 Small models run inline: a thread hand-off costs tens of microseconds (far
 more on a loaded machine), which dwarfs a model that itself takes a few.
 An instance whose backend allows it (``ModelInstance.inline_ok``) and whose
-recent executions averaged under :data:`INLINE_MAX_NS` runs on the event
+recent executions averaged under its ``inline_max_ns`` runs on the event
 loop; a few slow batches in a row move it back to its worker thread.  On the
 worker thread what counts is the thread's CPU time: its wall time also holds
 waits for the GIL, which say nothing about the model.  Not for a model that
@@ -35,8 +35,6 @@ from naiad.backends.base import RunOnThread
 from naiad.core.errors import Cancelled, Internal, NaiadError
 from naiad.core.types import InferenceRequest, InferenceResponse
 
-#: Executions faster than this (moving average) run on the event loop.
-INLINE_MAX_NS = 200_000
 _EWMA = 0.2
 
 if TYPE_CHECKING:
@@ -207,7 +205,7 @@ class Scheduler(abc.ABC):
             future.add_done_callback(lambda f: self._batch_done(f, instance, live, now))
             return
         average = self._exec_ns.get(id(instance))
-        if instance.inline_ok and average is not None and average < INLINE_MAX_NS:
+        if instance.inline_ok and average is not None and average < instance.inline_max_ns:
             self._run_inline(instance, live, now)
             return
         self._run_on_thread(instance, live, now)
@@ -252,7 +250,7 @@ class Scheduler(abc.ABC):
             error = _as_error(exc)
         # Wall time here (a cheap clock); clamped, so one preemption of the
         # process cannot send the instance back to its thread on its own.
-        self._observe(instance, min(time.monotonic_ns() - start, 2 * INLINE_MAX_NS))
+        self._observe(instance, min(time.monotonic_ns() - start, 2 * instance.inline_max_ns))
         self._finish_batch(instance, batch, start_ns, responses, error)
 
     def _batch_done(

@@ -9,6 +9,7 @@ loop (``naiad.loop_thread``).  Where a batch ran is evidence, not timing.
 from __future__ import annotations
 
 import threading
+from typing import Any
 
 import numpy as np
 import pytest
@@ -21,6 +22,7 @@ pytestmark = pytest.mark.protocol
 #: the source scan cannot see, as a helper module's call would.
 RECORDING = """
 import threading
+from typing import Any
 import time
 import triton_python_backend_utils as pb_utils
 
@@ -129,3 +131,72 @@ def test_a_dynamically_batched_fast_model_runs_on_the_embedded_callers_thread(re
         if threads[-1] == caller:
             break
     assert threads[-1] == caller, threads[-5:]
+
+
+#: A model ``execution-mode=auto`` places in the server, which first spends ``{busy}``
+#: s of wall time: ``{wait}`` is a computing loop, or a sleep.
+AUTO = """
+import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def execute(self, requests):
+        {wait}
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            out = [pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]
+            responses.append(pb_utils.InferenceResponse(out))
+        return responses
+"""
+COMPUTES = "end = time.perf_counter() + {busy}\n        while time.perf_counter() < end: pass"
+SLEEPS = "time.sleep({busy})"
+
+
+def _record_threads(instance: Any) -> list[str]:
+    """The thread each of ``instance``'s executions runs on, from now on."""
+    threads: list[str] = []
+    execute = instance.execute
+
+    def recorded(requests: list[Any]) -> Any:
+        threads.append(threading.current_thread().name)
+        return execute(requests)
+
+    instance.execute = recorded
+    return threads
+
+
+def test_a_model_auto_placed_here_computes_on_the_loop_beyond_the_hand_off_bound(repo, serve):
+    """Its Python holds the GIL on its thread too, where it would wait for the busy
+    loop's turns: a millisecond of computing, five times the bound for backends that
+    leave the GIL, still runs inline."""
+    add_sub(repo, "busy", source=AUTO.format(wait=COMPUTES.format(busy=0.001)))
+    server = serve(repo)
+    (instance,) = instances(server, "busy")
+    assert type(instance).__name__ == "ThreadInstance"  # auto placed it in the server
+    threads = _record_threads(instance)
+    for _ in range(50):
+        out = server.infer("busy", {"INPUT0": A, "INPUT1": B})
+        np.testing.assert_array_equal(out["OUTPUT0"], A + B)
+        if _inline(threads[-1]):
+            break
+    assert not _inline(threads[0])  # measured on its own thread first
+    assert _inline(threads[-1]), threads
+    for _ in range(10):
+        server.infer("busy", {"INPUT0": A, "INPUT1": B})
+    assert all(_inline(t) for t in threads[-10:]), threads
+
+
+def test_a_model_auto_placed_here_that_sleeps_stays_on_its_thread(repo, serve):
+    add_sub(repo, "sleeps", source=AUTO.format(wait=SLEEPS.format(busy=0.001)))
+    server = serve(repo)
+    (instance,) = instances(server, "sleeps")
+    assert type(instance).__name__ == "ThreadInstance"
+    threads = _record_threads(instance)
+    for _ in range(15):
+        out = server.infer("sleeps", {"INPUT0": A, "INPUT1": B})
+        np.testing.assert_array_equal(out["OUTPUT1"], A - B)
+    assert len(threads) == 15
+    assert not any(_inline(t) for t in threads), threads

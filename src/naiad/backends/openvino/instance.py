@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 import time
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import openvino as ov
@@ -137,7 +137,7 @@ class OpenVinoInstance(ModelInstance):
     inline_ok = True
     #: OpenVINO may run a batch on its own stream threads while this one waits,
     #: so only wall time tells whether a batch is short enough for the event loop.
-    may_wait: ClassVar[bool] = True
+    may_wait = True
 
     def __init__(self, ctx: LoadContext, spec: InstanceSpec, model: CompiledModel) -> None:
         self.spec = spec
