@@ -25,7 +25,8 @@ after of that change from one run.  ``--pure`` likewise measures naiad with
 ``NAIAD_PURE_PYTHON=1``: its request path run from source, not compiled
 (``naiad._compiled``).  ``--before SRC`` measures the naiad of another
 checkout's ``src`` too (a ``git worktree`` of the commit before a change,
-its extensions built by ``python setup.py build_ext --inplace`` there).
+its extensions built by ``python setup.py build_ext --inplace`` there), and
+with ``--stubs`` that naiad with ``execution-mode=process`` as well.
 ``--workers N`` measures naiad with ``--workers N`` as well: N processes on
 the same ports, each with a share of the cores when they are contended.
 """
@@ -68,6 +69,8 @@ STUBS = "naiad-stubs"
 PURE = "naiad-pure"
 #: ``--before SRC``: the naiad of another checkout.
 BEFORE = "naiad-before"
+#: ``--before SRC --stubs``: that naiad with every Python model in stub processes.
+BEFORE_STUBS = "naiad-before-stubs"
 #: ``--workers N``: naiad with N worker processes.
 WORKERS = "naiad-x"
 
@@ -105,6 +108,7 @@ def main() -> int:
     conditions = ["quiet"] if args.mode == "quiet" else ["quiet", args.mode]
     args.servers = [*SERVERS, *[STUBS] * args.stubs, *[PURE] * args.pure]
     args.servers += [BEFORE] if args.before else []
+    args.servers += [BEFORE_STUBS] if args.before and args.stubs else []
     args.servers += [f"{WORKERS}{args.workers}"] if args.workers else []
     results: Results = {}
     try:
@@ -153,9 +157,13 @@ def measure(
             proc = start_naiad(
                 repo, port, log, protocol, prefix, environment={"NAIAD_PURE_PYTHON": "1"}
             )
-        elif server == BEFORE:
+        elif server in (BEFORE, BEFORE_STUBS):
             where = {"PYTHONPATH": str(args.before.resolve())}
-            proc = start_naiad(repo, port, log, protocol, prefix, environment=where)
+            stubs = {"backend_config": "python,execution-mode=process"}
+            proc = start_naiad(
+                repo, port, log, protocol, prefix, environment=where,
+                **(stubs if server == BEFORE_STUBS else {}),
+            )  # fmt: skip
         elif server.startswith(WORKERS):
             proc = start_naiad(repo, port, log, protocol, prefix, workers=args.workers)
         else:

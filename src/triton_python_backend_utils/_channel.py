@@ -10,7 +10,10 @@ Awaiting coroutines cannot read, so while any wait, a backup thread reads.
 
 from __future__ import annotations
 
+import array
+import fcntl
 import os
+import termios
 import threading
 from collections.abc import Callable
 from typing import Any
@@ -34,6 +37,7 @@ class Channel:
         self._reader: int | None = None
         self._async_waiting = 0
         self._backup: threading.Thread | None = None
+        self._count = array.array("i", [0])
 
     def pump_until(self, done: Callable[[], bool]) -> None:
         """Return once ``done()``; read and dispatch frames meanwhile if nobody else does."""
@@ -50,6 +54,12 @@ class Channel:
                 self._dispatch(wait=True)
         finally:
             self._pass_on()
+
+    def waiting(self) -> bool:
+        """Whether a frame waits in the socket (FIONREAD: a system call, but no failed
+        read and no exception, a fifth of what :meth:`poll` costs on an empty socket)."""
+        fcntl.ioctl(self.link.sock.fileno(), termios.FIONREAD, self._count, True)
+        return self._count[0] > 0
 
     def poll(self) -> None:
         """Dispatch the frames already here, without waiting; nothing when another thread

@@ -5,6 +5,19 @@ Started by the server as ``python -c <bootstrap> <fd>`` (see the server's
 package and numpy, so it can run in the model's own environment.
 ``python -c <bootstrap> autocomplete`` instead runs a model's static
 ``auto_complete_config`` once (JSON on stdin and stdout) and exits.
+
+A batch that ends while the server's next batches already wait here (or in
+the socket) is not reported at once: its results wait, still as the model
+returned them, until no batch waits, :data:`HOLD_MAX` batches are held, or
+the next batch would likely end more than :data:`HOLD_NS` after the first
+held one did; then they leave together in one EXEC_DONE frame.  Under load
+the server then wakes and reads once for several batches (its one event
+loop is what limits a stub model's throughput there); a lone request waits
+for nothing.  "Likely" is the slowest recent batch (decaying), so a model
+whose batches sometimes run long holds little, but a batch much slower than
+every one before it keeps the held results until it ends.  Only for models
+whose batches end in ``_run`` (not decoupled, not ``async def execute``, not
+iterative).
 """
 
 from __future__ import annotations
@@ -17,6 +30,7 @@ import signal
 import socket
 import sys
 import threading
+import time
 from typing import Any
 
 from triton_python_backend_utils import _host, _wire
@@ -27,6 +41,11 @@ from triton_python_backend_utils._request import InferenceRequest
 from triton_python_backend_utils._runner import BatchError, ModelRunner, python_error_text
 from triton_python_backend_utils._stub_host import StubHost
 from triton_python_backend_utils._tensor import Tensor
+
+#: How long a finished batch's results may wait for the batches after it.
+HOLD_NS = 200_000
+#: How many finished batches may wait to be reported together.
+HOLD_MAX = 16
 
 
 class Stub:
@@ -44,6 +63,11 @@ class Stub:
         self.pending: collections.deque[Any] = collections.deque()
         self.stopping = False
         self._loop: asyncio.AbstractEventLoop | None = None
+        self._coalesce = False  # set once the model is loaded
+        #: Finished batches not reported yet: (batch, requests, responses, took_ns).
+        self._held: list[tuple[int, list[InferenceRequest], Any, int]] = []
+        self._held_since = 0
+        self._recent_ns = 0  # the slowest recent batch, decaying (see _keep_holding)
         channel.handlers[_wire.EXECUTE] = self._on_execute
         channel.handlers[_wire.IS_READY] = self._on_is_ready
         channel.handlers[_wire.FINALIZE] = self._on_finalize
@@ -56,6 +80,8 @@ class Stub:
             self.runner.initialize(self.init["args"])
         except BaseException as exc:
             error = python_error_text(exc)
+        runner = self.runner
+        self._coalesce = not (runner.decoupled or runner.async_execute or runner.iterative)
         with self.link.lock:
             has_is_ready = hasattr(self.runner.model, "is_ready")
             self.link.send(_wire.READY, {"e": error, "pid": os.getpid(), "r": has_is_ready})
@@ -73,7 +99,12 @@ class Stub:
                 except Exception as exc:  # a bug of ours must not kill the instance
                     message = self.runner.failed(python_error_text(exc))
                     with self.link.lock:
-                        self.link.send(_wire.EXEC_DONE, {"b": body["b"], "e": message})
+                        self.link.send(_wire.EXEC_DONE, [{"b": body["b"], "e": message}])
+                if self._held:
+                    if not self.pending and self.channel.waiting():
+                        self.channel.poll()  # batches the server sent meanwhile
+                    if not self._keep_holding():
+                        self._report_held()
             elif self.stopping:
                 break
         error = self.runner.finalize()
@@ -85,8 +116,8 @@ class Stub:
 
     # -- handlers (on the reading thread) -----------------------------------------
 
-    def _on_execute(self, body: Any) -> None:
-        self.pending.append(body)
+    def _on_execute(self, bodies: Any) -> None:
+        self.pending.extend(bodies)
         self.channel.notify()
 
     def _on_finalize(self, body: Any) -> None:
@@ -146,12 +177,42 @@ class Stub:
             else:
                 future.add_done_callback(lambda f: self._after_async(batch, requests, f))
             return
+        start = time.monotonic_ns()
         try:
             result = runner.check(runner.execute(requests), requests)
         except BatchError as exc:
             self._fail(batch, requests, str(exc))
             return
-        self._done(batch, requests, result)
+        if not self._coalesce:
+            self._done(batch, requests, result)
+            return
+        self.host.forget(requests)
+        now = time.monotonic_ns()
+        took = now - start
+        self._recent_ns = max(took, self._recent_ns - (self._recent_ns >> 3))
+        if not self._held:
+            self._held_since = now
+        self._held.append((batch, requests, result, took))
+
+    def _keep_holding(self) -> bool:
+        """Whether the held batches wait for the next one (see the module's docstring)."""
+        return (
+            bool(self.pending)
+            and len(self._held) < HOLD_MAX
+            and time.monotonic_ns() + self._recent_ns - self._held_since < HOLD_NS
+        )
+
+    def _report_held(self) -> None:
+        held, self._held = self._held, []
+        link = self.link
+        with link.lock:
+            seq = link.next_seq
+            bodies = []
+            for batch, requests, responses, took in held:
+                body = self._done_body(batch, requests, responses, seq)
+                body["t"] = took
+                bodies.append(body)
+            link.send(_wire.EXEC_DONE, bodies)
 
     def _after_async(
         self, batch: int | None, requests: list[InferenceRequest], future: Any
@@ -183,31 +244,37 @@ class Stub:
         with link.lock:
             if ran and self.runner.iterative:
                 self._send_rescheduled(requests)
-            body: dict[str, Any] = {"b": batch}
-            if responses is not None:
-                seq = link.next_seq
-                encoded: list[Any] = []
-                for request, response in zip(requests, responses, strict=True):
-                    if request._rescheduled():
-                        encoded.append(None)
-                    elif response is not None:
-                        encoded.append(self.host.encode_response(response, request._requested, seq))
-                    elif request._sender is not None and request._sender.closed:
-                        encoded.append(None)
-                    else:
-                        encoded.append(
-                            {
-                                "e": [
-                                    1,
-                                    self.runner.failed(
-                                        "execute returned None for a request that was not answered through "
-                                        "its response sender."
-                                    ),
-                                ]
-                            }
-                        )
-                body["r"] = encoded
-            link.send(_wire.EXEC_DONE, body)
+            link.send(_wire.EXEC_DONE, [self._done_body(batch, requests, responses, link.next_seq)])
+
+    def _done_body(
+        self, batch: int, requests: list[InferenceRequest], responses: Any, seq: int
+    ) -> dict[str, Any]:
+        """A batch's EXEC_DONE entry; call with ``link.lock`` held (its tensors go to ``seq``)."""
+        body: dict[str, Any] = {"b": batch}
+        if responses is None:
+            return body
+        encoded: list[Any] = []
+        for request, response in zip(requests, responses, strict=True):
+            if request._rescheduled():
+                encoded.append(None)
+            elif response is not None:
+                encoded.append(self.host.encode_response(response, request._requested, seq))
+            elif request._sender is not None and request._sender.closed:
+                encoded.append(None)
+            else:
+                encoded.append(
+                    {
+                        "e": [
+                            1,
+                            self.runner.failed(
+                                "execute returned None for a request that was not answered through "
+                                "its response sender."
+                            ),
+                        ]
+                    }
+                )
+        body["r"] = encoded
+        return body
 
     def _fail(self, batch: int | None, requests: list[InferenceRequest], message: str) -> None:
         if self.runner.decoupled:
@@ -222,7 +289,7 @@ class Stub:
             return
         self.host.forget(requests)
         with self.link.lock:
-            self.link.send(_wire.EXEC_DONE, {"b": batch, "e": message})
+            self.link.send(_wire.EXEC_DONE, [{"b": batch, "e": message}])
 
     def _event_loop(self) -> asyncio.AbstractEventLoop:
         """The instance's own event loop (for ``async def`` models), on its own thread."""

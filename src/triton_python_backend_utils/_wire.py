@@ -10,6 +10,12 @@ one (:data:`INLINE_MAX` bytes at most), which travels in the frame as
 ``[name, datatype, shape, data]``: copying a few bytes twice costs less than
 allocating, pinning and releasing a block.  Frames larger than
 :data:`MAX_FRAME` put their body in shared memory too.
+
+EXECUTE and EXEC_DONE carry a list of batches: a server that hands a busy
+stub several batches in one loop turn sends them in one frame, and a stub
+that finishes a batch while others already wait reports them together (see
+``_stub``), so under load a wake-up and a system call each way serve several
+requests.
 """
 
 from __future__ import annotations

@@ -147,10 +147,11 @@ class ModelInstance(abc.ABC):
     #: the hand-off to that thread is better run inline.
     inline_max_ns: int = 200_000
 
-    #: How many batches the instance accepts at once.  Above 1 for a backend
-    #: that queues them itself and still runs them one after another (a Python
-    #: stub process): the next batch is already there when one ends, which
-    #: saves a process wake-up per batch.  The default scheduler uses it.
+    #: How many batches the instance accepts at once, at most.  Above 1 for a
+    #: backend that queues them itself and still runs them one after another (a
+    #: Python stub process): the next batch is already there when one ends, which
+    #: saves a process wake-up per batch.  The default scheduler uses it, and
+    #: asks ``takes_another`` before it hands a busy instance one more.
     pipeline_depth: ClassVar[int] = 1
 
     #: (compute_input, compute_infer, compute_output) in ns for the last batch;
@@ -161,6 +162,10 @@ class ModelInstance(abc.ABC):
     def pid(self) -> int | None:
         """The process the instance computes in, when it is not the server's own."""
         return None
+
+    def takes_another(self) -> bool:
+        """Whether a busy instance with ``pipeline_depth`` above 1 takes one more batch now."""
+        return True
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         """Run one batch; return one response (possibly an error one) per request.

@@ -139,8 +139,17 @@ class Scheduler(abc.ABC):
             return
         self._pumping = True
         try:
+            refused = 0
             while self._idle and not self._acquiring and self.has_work():
                 instance = self._idle.pop()
+                if self._pipelined and not instance.takes_another():
+                    # A later turn of a busy instance that holds enough (idle instances'
+                    # first turns lie at the end, so every instance is busy): try others.
+                    self._idle.insert(0, instance)
+                    refused += 1
+                    if refused >= len(self.instances):
+                        break
+                    continue
                 slot = self._slots.get(id(instance))
                 if slot is None:
                     self._start(instance)

@@ -1,9 +1,15 @@
 """The server's end of one stub process, driven by the event loop.
 
 Frames are read by one reader callback on the loop (``add_reader`` on the
-socket), so a batch costs one ``sendmsg`` out and one ``recvmsg`` back and
-no thread hop on the server.  The connection also answers the stub's BLS
-and model-control calls and turns its death into clear errors.
+socket), so a batch costs at most one ``sendmsg`` out and one ``recvmsg``
+back and no thread hop on the server.  The connection also answers the
+stub's BLS and model-control calls and turns its death into clear errors.
+
+Several requests per hop: a batch for an idle stub leaves at once; batches
+for a stub that is still running one are gathered until the end of the
+loop's turn and leave in one frame (the stub reports finished batches
+together likewise, see ``_stub``).  How many batches a stub is handed at once
+depends on how long its batches take (:meth:`StubConnection.takes_another`).
 """
 
 from __future__ import annotations
@@ -26,6 +32,13 @@ from triton_python_backend_utils._link import Link
 
 log = logging.getLogger("naiad")
 _LOG_LEVELS = (logging.INFO, logging.WARNING, logging.ERROR, logging.DEBUG)
+
+#: How much work (ns, by the stub's recent batches) a stub may be handed
+#: beyond two batches: enough that a fast model's requests travel several per
+#: frame, little enough that a request handed over waits about no longer than
+#: it would have in the scheduler's queue for another instance.
+PIPELINE_NS = 1_000_000
+_EWMA = 0.2
 
 
 class ServerLink(Link):
@@ -99,6 +112,10 @@ class StubConnection:
         self._ids = 0
         self._live: dict[int, _Live] = {}
         self._batches: dict[int, tuple[asyncio.Future[Any], list[int]]] = {}
+        self._outbox: list[dict[str, Any]] = []
+        #: Moving average of the stub's time per batch (ns); until it reports
+        #: one (only models whose batches end in ``execute`` do), a long one.
+        self._exec_ns = float(PIPELINE_NS)
         self._calls: dict[int, InferenceRequest] = {}
         self._tasks: set[asyncio.Future[Any]] = set()
         self._queries: dict[int, asyncio.Future[Any]] = {}
@@ -151,9 +168,26 @@ class StubConnection:
             handles.append(handle)
         self._ids += 1
         batch = self._ids
+        body = {"b": batch, "r": entries}
+        if self._batches or self._outbox:  # the stub is busy: gather this turn's batches
+            self._outbox.append(body)
+            if len(self._outbox) == 1:
+                self._loop.call_soon(self._send_outbox)
+        else:
+            link.send(_wire.EXECUTE, [body])
         self._batches[batch] = (future, handles)
-        link.send(_wire.EXECUTE, {"b": batch, "r": entries})
         return future
+
+    def _send_outbox(self) -> None:
+        bodies, self._outbox = self._outbox, []
+        if self.alive:
+            self.link.send(_wire.EXECUTE, bodies)
+
+    def takes_another(self) -> bool:
+        """Whether to hand the stub one more batch: two always (the next is there when one
+        ends), more while what it holds would take under :data:`PIPELINE_NS`."""
+        held = len(self._batches)
+        return held < 2 or held * self._exec_ns < PIPELINE_NS
 
     def _release(self, entry: _Live) -> None:
         pool = self.link.pool
@@ -161,7 +195,14 @@ class StubConnection:
             pool.release(seg)
         entry.pins = []
 
-    def _on_exec_done(self, body: dict[str, Any]) -> None:
+    def _on_exec_done(self, bodies: list[dict[str, Any]]) -> None:
+        for body in bodies:
+            took = body.get("t")
+            if took is not None:
+                self._exec_ns += _EWMA * (took - self._exec_ns)
+            self._batch_done(body)
+
+    def _batch_done(self, body: dict[str, Any]) -> None:
         future, handles = self._batches.pop(body["b"])
         live = self._live
         error = body.get("e")

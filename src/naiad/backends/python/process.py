@@ -121,7 +121,7 @@ def _reap(conn: StubConnection, timeout: float = 5.0) -> None:
 
 class ProcessInstance(ModelInstance):
     is_async = True
-    pipeline_depth = 2  # the stub queues batches and runs them in order
+    pipeline_depth = 16  # the stub queues batches and runs them in order; see takes_another
 
     def __init__(self, settings: StubSettings) -> None:
         self.settings = settings
@@ -134,6 +134,7 @@ class ProcessInstance(ModelInstance):
             settings.services.release_metrics()
             raise
         self._restart: asyncio.Future[Any] | None = None
+        self._awaiting_restart = 0  # batches handed over while the stub restarts
         self._ready_query: asyncio.Future[Any] | None = None
         self._model_ready = True
         self._closing = False
@@ -153,6 +154,12 @@ class ProcessInstance(ModelInstance):
                 return conn.execute(requests)
         return asyncio.ensure_future(self._execute_after_restart(requests))
 
+    def takes_another(self) -> bool:
+        conn = self._conn
+        if conn is not None and conn.alive:
+            return conn.takes_another()
+        return self._awaiting_restart < 2
+
     def _attach(self, conn: StubConnection) -> None:
         conn.on_death = self._on_death
         conn.attach(asyncio.get_running_loop())
@@ -163,7 +170,11 @@ class ProcessInstance(ModelInstance):
         if self._restart is None:
             self._begin_restart()
         assert self._restart is not None
-        await asyncio.shield(self._restart)
+        self._awaiting_restart += 1
+        try:
+            await asyncio.shield(self._restart)
+        finally:
+            self._awaiting_restart -= 1
         conn = self._conn
         if conn is None or not conn.alive:
             raise Internal(f"Stub process '{self.name}' is not healthy.")

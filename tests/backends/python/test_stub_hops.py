@@ -1,0 +1,140 @@
+"""Several requests per hop to a stub process: how many batches a busy stub is handed
+depends on how long its batches take, and under load frames carry several batches
+each way.
+
+A gate holds the stub in one batch (until a file appears) while the test sends
+more; what the server handed the stub meanwhile, and how many batches each frame
+carried, are read from its connection to the stub.
+"""
+
+from __future__ import annotations
+
+import time
+from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from pybackend_helpers import A, B, instances
+from pybackend_models import add_sub
+
+from triton_python_backend_utils import _wire
+
+pytestmark = pytest.mark.protocol
+
+#: add_sub in a stub; a request whose INPUT0 starts negative waits for the file "go"
+#: in the model's folder (after creating "started"); each batch first sleeps {sleep} s.
+GATED = """
+import os
+import time
+import triton_python_backend_utils as pb_utils
+
+
+class TritonPythonModel:
+    def initialize(self, args):
+        self.folder = args["model_repository"]
+
+    def execute(self, requests):
+        time.sleep({sleep})
+        responses = []
+        for request in requests:
+            a = pb_utils.get_input_tensor_by_name(request, "INPUT0").as_numpy()
+            b = pb_utils.get_input_tensor_by_name(request, "INPUT1").as_numpy()
+            if a[0] < 0:
+                open(os.path.join(self.folder, "started"), "w").close()
+                while not os.path.exists(os.path.join(self.folder, "go")):
+                    time.sleep(0.001)
+            responses.append(pb_utils.InferenceResponse([
+                pb_utils.Tensor("OUTPUT0", a + b), pb_utils.Tensor("OUTPUT1", a - b)]))
+        return responses
+"""
+
+
+def _until(condition: Any, what: str, timeout: float = 30.0) -> None:
+    deadline = time.monotonic() + timeout
+    while not condition():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.002)
+
+
+def _gated_run(server: Any, folder: Path, behind: int) -> int:
+    """Hold the stub in one batch, send ``behind`` more; how many batches the stub held.
+    Every answer is checked."""
+    conn = instances(server, "m")[0]._conn
+    scheduler = server.dataplane.registry.get("m").scheduler
+    with ThreadPoolExecutor(behind + 1) as pool:
+        gate = pool.submit(server.infer, "m", {"INPUT0": A - 10, "INPUT1": B})
+        _until((folder / "started").exists, "the gated batch to start")
+        rest = [
+            pool.submit(server.infer, "m", {"INPUT0": A + i, "INPUT1": B}) for i in range(behind)
+        ]
+        # Every request is either with the stub or still in the scheduler's queue.
+        _until(
+            lambda: len(conn._batches) + len(scheduler._queue) == behind + 1,
+            "the requests to arrive",
+        )
+        time.sleep(0.05)  # a turn or two of the loop, to hand over what it would
+        held = len(conn._batches)
+        (folder / "go").touch()
+        np.testing.assert_array_equal(gate.result(timeout=30)["OUTPUT0"], A - 10 + B)
+        for i, future in enumerate(rest):
+            out = future.result(timeout=30)
+            np.testing.assert_array_equal(out["OUTPUT0"], A + i + B)
+            np.testing.assert_array_equal(out["OUTPUT1"], A + i - B)
+    return held
+
+
+def test_a_fast_busy_stub_is_handed_more_than_two_batches(repo, serve):
+    folder = add_sub(repo, "m", mode="process", source=GATED.format(sleep=0))
+    server = serve(repo)
+    for _ in range(30):  # its batches measured fast
+        np.testing.assert_array_equal(
+            server.infer("m", {"INPUT0": A, "INPUT1": B})["OUTPUT0"], A + B
+        )
+    assert _gated_run(server, folder, behind=12) > 2
+
+
+def test_a_slow_stub_is_handed_two_batches(repo, serve):
+    folder = add_sub(repo, "m", mode="process", source=GATED.format(sleep=0.005))
+    server = serve(repo)
+    for _ in range(5):  # 5 ms a batch: two of them hold a millisecond of work
+        server.infer("m", {"INPUT0": A, "INPUT1": B})
+    assert _gated_run(server, folder, behind=6) == 2
+
+
+def test_under_load_frames_carry_several_batches_each_way(repo, serve):
+    """Bursts of 32 requests at once, until a frame each way carried more than one
+    batch: the batches of one loop turn leave together, and the stub reports those that
+    ended while others waited together."""
+    add_sub(repo, "m", mode="process", source=GATED.format(sleep=0))
+    server = serve(repo)
+    conn = instances(server, "m")[0]._conn
+    sent: list[int] = []
+    done: list[int] = []
+    send, on_done = conn.link.send, conn._handlers[_wire.EXEC_DONE]
+
+    def recorded_send(mtype: int, body: Any) -> None:
+        if mtype == _wire.EXECUTE:
+            sent.append(len(body))
+        send(mtype, body)
+
+    def recorded_done(bodies: list[Any]) -> None:
+        done.append(len(bodies))
+        on_done(bodies)
+
+    conn.link.send = recorded_send
+    conn._handlers[_wire.EXEC_DONE] = recorded_done
+    with ThreadPoolExecutor(32) as pool:
+        for _burst in range(50):
+            futures = [
+                pool.submit(server.infer, "m", {"INPUT0": A + i, "INPUT1": B}) for i in range(32)
+            ]
+            for i, future in enumerate(futures):
+                np.testing.assert_array_equal(future.result(timeout=30)["OUTPUT0"], A + i + B)
+            if max(sent) > 1 and max(done) > 1:
+                break
+    assert max(sent) > 1, sent
+    assert max(done) > 1, done
+    assert sum(sent) == sum(done)  # every batch handed over was reported
