@@ -209,7 +209,10 @@ class Stub:
             seq = link.next_seq
             bodies = []
             for batch, requests, responses, took in held:
-                body = self._done_body(batch, requests, responses, seq)
+                try:
+                    body = self._done_body(batch, requests, responses, seq)
+                except Exception as exc:  # a response that cannot be sent fails its batch alone
+                    body = {"b": batch, "e": self.runner.failed(python_error_text(exc))}
                 body["t"] = took
                 bodies.append(body)
             link.send(_wire.EXEC_DONE, bodies)
