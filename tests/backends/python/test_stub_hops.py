@@ -18,6 +18,7 @@ import numpy as np
 import pytest
 from pybackend_helpers import A, B, instances
 from pybackend_models import add_sub
+from support.waiting import until
 
 from triton_python_backend_utils import _wire
 
@@ -51,14 +52,6 @@ class TritonPythonModel:
 """
 
 
-def _until(condition: Any, what: str, timeout: float = 30.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not condition():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.002)
-
-
 def _gated_run(server: Any, folder: Path, behind: int) -> int:
     """Hold the stub in one batch, send ``behind`` more; how many batches the stub held.
     Every answer is checked."""
@@ -66,12 +59,12 @@ def _gated_run(server: Any, folder: Path, behind: int) -> int:
     scheduler = server.dataplane.registry.get("m").scheduler
     with ThreadPoolExecutor(behind + 1) as pool:
         gate = pool.submit(server.infer, "m", {"INPUT0": A - 10, "INPUT1": B})
-        _until((folder / "started").exists, "the gated batch to start")
+        until((folder / "started").exists, "the gated batch to start")
         rest = [
             pool.submit(server.infer, "m", {"INPUT0": A + i, "INPUT1": B}) for i in range(behind)
         ]
         # Every request is either with the stub or still in the scheduler's queue.
-        _until(
+        until(
             lambda: len(conn._batches) + len(scheduler._queue) == behind + 1,
             "the requests to arrive",
         )

@@ -11,6 +11,7 @@ from typing import Any
 
 import pytest
 import tritonclient.grpc as grpcclient
+from support.waiting import until
 
 from frontends.grpc.h2client import (
     DATA,
@@ -29,15 +30,6 @@ pytestmark = pytest.mark.e2e
 MiB = 1 << 20
 STREAM_WINDOW = 256 * 1024
 FRAME = 16384
-
-
-def until(condition: Any, what: str, within: float = 30) -> None:
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if condition():
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"not {what} within {within} s")
 
 
 def send(client: RawClient, stream: int, data: bytes) -> None:

@@ -17,6 +17,7 @@ from support import onnx_models
 from support.bombs import gzip_bomb
 from support.onnx_models import write_config
 from support.served import HealthWatch, Served, closed_by_peer, naiad_serve
+from support.waiting import until
 
 from frontends.http.wire import error_of, read_response
 
@@ -94,16 +95,6 @@ INFER = post(
     "/v2/models/identity/infer",
     b'{"inputs":[{"name":"INPUT0","datatype":"FP32","shape":[1,4],"data":[1,2,3,4]}]}',
 )
-
-
-def until(condition: object, what: str, within: float = 30) -> None:
-    """Poll ``condition()`` until true (a loaded machine gets there late, never early)."""
-    deadline = time.monotonic() + within
-    while time.monotonic() < deadline:
-        if condition():  # type: ignore[operator]
-            return
-        time.sleep(0.01)
-    raise AssertionError(f"not {what} within {within} s")
 
 
 def test_a_trickled_body_is_cut_off_and_its_memory_given_back(serve: object, repo: Path) -> None:
