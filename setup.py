@@ -32,7 +32,12 @@ def _warn(message: str) -> None:
 def _remove_extensions(root: Path, keep: frozenset[str] = frozenset()) -> None:
     """Remove the extensions an earlier build left in ``root`` (but ``keep``): beside a
     pure-Python module, or packed beside this build's, they fail at import."""
-    for pattern in ("naiad__mypyc*", "naiad/**/*"):
+    for pattern in (
+        "naiad__mypyc*",
+        "naiad/**/*",
+        "triton_python_backend_utils__mypyc*",
+        "triton_python_backend_utils/*",
+    ):
         for path in root.glob(pattern):
             if path.suffix in (".so", ".pyd") and os.path.realpath(path) not in keep:
                 path.unlink()
@@ -46,23 +51,31 @@ def _pure_python() -> list[Any]:
 
 
 def _extensions() -> list[Any]:
-    compiled = runpy.run_path(str(ROOT / "src" / "naiad" / "_compiled.py"))
+    naiad = runpy.run_path(str(ROOT / "src" / "naiad" / "_compiled.py"))
+    stub = runpy.run_path(str(ROOT / "src" / "triton_python_backend_utils" / "_compiled.py"))
     if BUILDS.isdisjoint(sys.argv[1:]):
         return []
-    if compiled["pure_python_wanted"]():
+    if stub["pure_python_wanted"]():
         return _pure_python()
     try:
         from mypyc.build import mypycify
     except ImportError:
         _warn("mypyc is not available")
         return _pure_python()
-    paths = ["src/" + module.replace(".", "/") + ".py" for module in compiled["MODULES"]]
+
+    def paths(modules: list[str]) -> list[str]:
+        return ["src/" + module.replace(".", "/") + ".py" for module in modules]
+
+    # Two groups, each a shared library beside its package: the stub loads its own by
+    # path, in whatever interpreter it runs (triton_python_backend_utils._compiled).
+    groups = [(paths(naiad["MODULES"]), "naiad"), (paths(stub["MODULES"]), stub["GROUP"])]
     try:
         # Not the repository's [tool.mypy]: that one lints (and its notes stop mypyc).
         # What mypy finds wrong in the modules these import (whichever versions of
         # numpy, PIL, grpc this machine has) is not the compiler's concern: silent.
         flags = ["--config-file=", "--ignore-missing-imports", "--follow-imports=silent"]
-        return list(mypycify(flags + paths, opt_level="3", group_name="naiad"))
+        every = [path for group, _ in groups for path in group]
+        return list(mypycify(flags + every, opt_level="3", separate=groups))
     except (Exception, SystemExit) as exc:  # mypy's type errors end in SystemExit
         _warn(f"mypyc could not compile it ({exc!r})")
         return _pure_python()

@@ -17,9 +17,9 @@ measured requests:
   the request already built, as the frontends hand it over);
 * ``bare-http``: the bare httptools server of ``bare_servers.py``, for scale;
 * ``naiad-python``: a binary-tensor ``/infer`` request to the example
-  ``add_sub_python`` model in its stub process (the default mode), counted in
-  the server and in the stub separately (two rows); the stub's socket is
-  real, the client's is not.
+  ``add_sub_python`` model in its stub process (``execution-mode=process``;
+  ``auto`` would run it in the server's), counted in the server and in the
+  stub separately (two rows); the stub's socket is real, the client's is not.
 
 The model is ``http_bench.py``'s ONNX identity except for ``naiad-python``.
 Under valgrind every model looks slow, and the scheduler would move it to the
@@ -263,6 +263,7 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
         allow_metrics=False,
         allow_cpu_metrics=False,
         allow_gpu_metrics=False,
+        backend_config={"python": {"execution-mode": "process"}},
     )
     await server.start_async()
     try:

@@ -20,13 +20,14 @@ from pathlib import Path
 import pytest
 
 from naiad import _compiled
+from triton_python_backend_utils import _compiled as _stub_compiled
 
 pytestmark = pytest.mark.unit
 
 
 def test_every_listed_module_has_its_source_in_the_package() -> None:
     src = Path(_compiled.__file__).resolve().parents[1]
-    for module in _compiled.MODULES:
+    for module in _compiled.listed():
         assert (src / (module.replace(".", "/") + ".py")).is_file(), module
 
 
@@ -41,10 +42,10 @@ def test_a_compiled_module_older_than_its_source_is_stale(
     extension = package / ("hot" + importlib.machinery.EXTENSION_SUFFIXES[0])
     extension.write_bytes(b"")  # never imported: find_spec only names it
     monkeypatch.syspath_prepend(str(tmp_path))
-    monkeypatch.setattr(_compiled, "MODULES", ("fakepkg.hot",))
+    monkeypatch.setattr(_compiled, "listed", lambda: ("fakepkg.hot",))
     monkeypatch.setattr(_compiled, "_editable", lambda: True)
     # as compiled installs run (not with NAIAD_PURE_PYTHON=1's finder in front)
-    finders = [f for f in sys.meta_path if not isinstance(f, _compiled._SourceFirst)]
+    finders = [f for f in sys.meta_path if not isinstance(f, _stub_compiled.SourceFirst)]
     monkeypatch.setattr(sys, "meta_path", finders)
     os.utime(source, (1_000_000, 1_000_000))
     os.utime(extension, (2_000_000, 2_000_000))
@@ -59,7 +60,7 @@ def test_a_compiled_module_older_than_its_source_is_stale(
 
 
 def test_pure_python_is_said_so(monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(_compiled, "MODULES", ("json.decoder",))  # a .py module
+    monkeypatch.setattr(_compiled, "listed", lambda: ("json.decoder",))  # a .py module
     assert importlib.util.find_spec("json.decoder") is not None
     assert _compiled.compiled() == []
     assert _compiled.describe() == "request path in pure Python"
@@ -84,4 +85,4 @@ def test_an_install_built_with_extensions_imports_every_module_compiled() -> Non
     wheel = importlib.metadata.distribution("naiad").read_text("WHEEL") or ""
     if "Root-Is-Purelib: true" in wheel or _compiled.pure_python_wanted():
         pytest.skip("installed or run as pure Python (NAIAD_PURE_PYTHON=1, or no compiler)")
-    assert _compiled.compiled() == list(_compiled.MODULES), _compiled.describe()
+    assert _compiled.compiled() == list(_compiled.listed()), _compiled.describe()

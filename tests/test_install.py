@@ -79,7 +79,7 @@ def test_naiad_then_the_newest_tritonclient_all(venv: Path, tmp_path: Path) -> N
         for package in ("naiad", "triton_python_backend_utils"):  # PEP 561: typed packages
             assert files(package).joinpath("py.typed").is_file(), package
         from naiad import _compiled  # built with mypyc where a C compiler is (as here)
-        assert _compiled.compiled() == list(_compiled.MODULES), _compiled.describe()
+        assert _compiled.compiled() == list(_compiled.listed()), _compiled.describe()
         for mode in ("http", "grpc"):
             with naiad.Runner(mode, model_repository={str(repo)!r}, server_type=mode) as runner:
                 assert runner.add_sub.run(ones, ones)["OUTPUT0"].tolist() == [2.0] * 4

@@ -7,7 +7,9 @@ same typed source runs as C extensions: under load (concurrency 8 and 32)
 gRPC serves 1.05-1.4x the requests per second, HTTP 1.07-1.13x, and what
 naiad adds to an in-process model's run fell from 31 to 13 µs
 (``benchmarks/README.md``).
-``setup.py`` compiles the modules named here, each from its unchanged
+``setup.py`` compiles the modules named here, and the stub process's
+plumbing (``triton_python_backend_utils._compiled``: its own group, which a
+stub in another interpreter loads by path), each from its unchanged
 ``.py``, which stays beside it: without a C compiler, or with
 ``NAIAD_PURE_PYTHON=1`` at install, naiad runs the same modules as Python.  ``NAIAD_PURE_PYTHON=1`` when naiad is imported
 runs them from their source in a compiled install too: profilers and
@@ -31,27 +33,25 @@ annotations, so in these modules:
 
 The whole test suite runs against the compiled modules (CI installs them
 so), and ``tests/conftest.py`` refuses to run on ones older than their
-source.  This file imports nothing of naiad: ``setup.py`` reads ``MODULES``
-before naiad is installed.
+source.  This file imports nothing of naiad, nor the stub's package until
+a function runs: ``setup.py`` reads ``MODULES`` before naiad is installed.
 """
 
 from __future__ import annotations
 
-import importlib.abc
-import importlib.machinery
 import importlib.metadata
 import importlib.util
 import json
 import os
-import sys
-from collections.abc import Sequence
-from types import ModuleType
 
 MODULES = (
     "naiad.core.stats",
     "naiad.core.templates",
     "naiad.core.validation",
     "naiad.backends.batching",
+    # The server's end of a stub process (the stub's own: see listed()).
+    "naiad.backends.python.connection",
+    "naiad.backends.python.convert",
     "naiad.engine.completion",
     # Every scheduler with its base class: a compiled class has compiled subclasses.
     "naiad.scheduling.base",
@@ -73,7 +73,13 @@ MODULES = (
     "naiad.frontends.http.templates",
 )
 
-_EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
+
+def listed() -> tuple[str, ...]:
+    """Every module the build compiles: these, and the stub's own
+    (``triton_python_backend_utils._compiled``, which shares its finder with us)."""
+    from triton_python_backend_utils import _compiled as stub
+
+    return MODULES + stub.MODULES
 
 
 def _origin(module: str) -> str:
@@ -82,8 +88,10 @@ def _origin(module: str) -> str:
 
 
 def compiled() -> list[str]:
-    """The modules of :data:`MODULES` that import as compiled extensions here."""
-    return [m for m in MODULES if _origin(m).endswith(_EXTENSIONS)]
+    """The modules of :func:`listed` that import as compiled extensions here."""
+    from triton_python_backend_utils._compiled import EXTENSIONS
+
+    return [m for m in listed() if _origin(m).endswith(EXTENSIONS)]
 
 
 def stale() -> list[str]:
@@ -96,20 +104,17 @@ def stale() -> list[str]:
     """
     if not _editable():
         return []
+    from triton_python_backend_utils._compiled import EXTENSIONS, source_beside
+
     out = []
-    for module in MODULES:
+    for module in listed():
         origin = _origin(module)
-        if not origin.endswith(_EXTENSIONS):
+        if not origin.endswith(EXTENSIONS):
             continue
-        source = _source_beside(origin, module)
+        source = source_beside(origin, module)
         if os.path.exists(source) and os.path.getmtime(source) > os.path.getmtime(origin):
             out.append(module)
     return out
-
-
-def _source_beside(extension: str, module: str) -> str:
-    """The ``.py`` a module's extension was compiled from: the build keeps it beside."""
-    return os.path.join(os.path.dirname(extension), module.rpartition(".")[2] + ".py")
 
 
 def _editable() -> bool:
@@ -123,36 +128,25 @@ def _editable() -> bool:
 
 def describe() -> str:
     """How this install runs the request path, for the start-up log line."""
-    done = len(compiled())
+    done, total = len(compiled()), len(listed())
     if not done:
         return "request path in pure Python"
-    if done < len(MODULES):
-        return f"request path compiled in part ({done} of {len(MODULES)} modules)"
+    if done < total:
+        return f"request path compiled in part ({done} of {total} modules)"
     return "request path compiled"
 
 
 def pure_python_wanted() -> bool:
-    """``NAIAD_PURE_PYTHON`` set (and not 0): read at install by setup.py, at import here."""
-    return os.environ.get("NAIAD_PURE_PYTHON", "") not in ("", "0")
+    """``NAIAD_PURE_PYTHON`` set (and not 0), at import."""
+    from triton_python_backend_utils._compiled import pure_python_wanted as wanted
+
+    return wanted()
 
 
 def use_source() -> None:
     """Import the listed modules from their ``.py`` from now on (naiad's ``__init__``
-    calls it, before any of them is imported, when :func:`pure_python_wanted`)."""
-    if not any(isinstance(finder, _SourceFirst) for finder in sys.meta_path):
-        sys.meta_path.insert(0, _SourceFirst())
+    calls it, before any of them is imported, when :func:`pure_python_wanted`; the
+    stub's modules then already import so, see ``triton_python_backend_utils._compiled``)."""
+    from triton_python_backend_utils._compiled import use_source as source_first
 
-
-class _SourceFirst(importlib.abc.MetaPathFinder):
-    """Finds a listed module's source where the path finder would take its extension."""
-
-    def find_spec(
-        self, fullname: str, path: Sequence[str] | None, target: ModuleType | None = None
-    ) -> importlib.machinery.ModuleSpec | None:
-        if fullname not in MODULES:
-            return None
-        spec = importlib.machinery.PathFinder.find_spec(fullname, path)
-        origin = spec.origin if spec is not None else None
-        if origin is None or not origin.endswith(_EXTENSIONS):
-            return spec
-        return importlib.util.spec_from_file_location(fullname, _source_beside(origin, fullname))
+    source_first(MODULES)

@@ -7,9 +7,14 @@ model's own interpreter, which may be a different environment than the
 server's.
 """
 
+# ruff: noqa: E402 (the package's imports follow _compiled.prepare())
 from __future__ import annotations
 
 from typing import Any
+
+from triton_python_backend_utils import _compiled
+
+_compiled.prepare()  # before anything imports a compiled module: the imports below follow it
 
 from triton_python_backend_utils import _host
 from triton_python_backend_utils._dtypes import (

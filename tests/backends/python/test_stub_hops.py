@@ -20,6 +20,7 @@ from pybackend_helpers import A, B, instances
 from pybackend_models import add_sub
 from support.waiting import until
 
+from naiad.backends.python.connection import PIPELINE_NS
 from triton_python_backend_utils import _wire
 
 pytestmark = pytest.mark.protocol
@@ -82,10 +83,16 @@ def _gated_run(server: Any, folder: Path, behind: int) -> int:
 def test_a_fast_busy_stub_is_handed_more_than_two_batches(repo, serve):
     folder = add_sub(repo, "m", mode="process", source=GATED.format(sleep=0))
     server = serve(repo)
-    for _ in range(30):  # its batches measured fast
+    conn = instances(server, "m")[0]._conn
+    # Until its batches are measured fast: one preempted batch on a loaded machine
+    # weighs for a few dozen after it.
+    for _ in range(500):
         np.testing.assert_array_equal(
             server.infer("m", {"INPUT0": A, "INPUT1": B})["OUTPUT0"], A + B
         )
+        if conn._exec_ns < PIPELINE_NS / 4:
+            break
+    assert conn._exec_ns < PIPELINE_NS / 4, conn._exec_ns
     assert _gated_run(server, folder, behind=12) > 2
 
 
@@ -104,21 +111,15 @@ def test_under_load_frames_carry_several_batches_each_way(repo, serve):
     add_sub(repo, "m", mode="process", source=GATED.format(sleep=0))
     server = serve(repo)
     conn = instances(server, "m")[0]._conn
-    sent: list[int] = []
     done: list[int] = []
-    send, on_done = conn.link.send, conn._handlers[_wire.EXEC_DONE]
-
-    def recorded_send(mtype: int, body: Any) -> None:
-        if mtype == _wire.EXECUTE:
-            sent.append(len(body))
-        send(mtype, body)
+    on_done = conn._handlers[_wire.EXEC_DONE]
 
     def recorded_done(bodies: list[Any]) -> None:
         done.append(len(bodies))
         on_done(bodies)
 
-    conn.link.send = recorded_send
     conn._handlers[_wire.EXEC_DONE] = recorded_done
+    first = conn.link.seq  # the server's frames to this stub are all EXECUTE now
     with ThreadPoolExecutor(32) as pool:
         for _burst in range(50):
             futures = [
@@ -126,8 +127,8 @@ def test_under_load_frames_carry_several_batches_each_way(repo, serve):
             ]
             for i, future in enumerate(futures):
                 np.testing.assert_array_equal(future.result(timeout=30)["OUTPUT0"], A + i + B)
-            if max(sent) > 1 and max(done) > 1:
+            if conn.link.seq - first < sum(done) and max(done) > 1:
                 break
-    assert max(sent) > 1, sent
+    assert conn.link.seq - first < sum(done), (conn.link.seq - first, sum(done))
     assert max(done) > 1, done
-    assert sum(sent) == sum(done)  # every batch handed over was reported
+    assert not conn._batches  # every batch handed over was reported

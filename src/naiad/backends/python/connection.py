@@ -18,16 +18,19 @@ import asyncio
 import collections
 import logging
 import os
+import socket
 import subprocess
 from collections.abc import Callable
 from typing import Any
+
+import numpy as np
 
 from naiad.backends.python import convert
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import RESCHEDULED, InferenceRequest, InferenceResponse
 from triton_python_backend_utils import _wire
-from triton_python_backend_utils._arena import Segment
+from triton_python_backend_utils._arena import DEFAULT_SEGMENT_BYTES, Segment
 from triton_python_backend_utils._link import Link
 
 log = logging.getLogger("naiad")
@@ -46,8 +49,17 @@ class ServerLink(Link):
 
     loop: asyncio.AbstractEventLoop | None = None
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:
-        super().__init__(*args, **kwargs)
+    def __init__(
+        self,
+        sock: socket.socket,
+        ctrl_fd: int,
+        side: int,
+        dtypes: dict[int, np.dtype],
+        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
+    ) -> None:
+        super().__init__(
+            sock=sock, ctrl_fd=ctrl_fd, side=side, dtypes=dtypes, segment_bytes=segment_bytes
+        )
         self._backlog: collections.deque[tuple[bytes, list[int]]] = collections.deque()
 
     def send_frame(self, frame: bytes, fds: list[int]) -> None:
