@@ -23,14 +23,12 @@ import subprocess
 from collections.abc import Callable
 from typing import Any
 
-import numpy as np
-
 from naiad.backends.python import convert
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import RESCHEDULED, InferenceRequest, InferenceResponse
 from triton_python_backend_utils import _wire
-from triton_python_backend_utils._arena import DEFAULT_SEGMENT_BYTES, Segment
+from triton_python_backend_utils._arena import Segment
 from triton_python_backend_utils._link import Link
 
 log = logging.getLogger("naiad")
@@ -45,20 +43,15 @@ _EWMA = 0.2
 
 
 class ServerLink(Link):
-    """A link whose sends never block the loop: frames wait when the socket is full."""
+    """The server's end (side 0): its sends never block the loop, frames wait when the
+    socket is full."""
 
     loop: asyncio.AbstractEventLoop | None = None
 
-    def __init__(
-        self,
-        sock: socket.socket,
-        ctrl_fd: int,
-        side: int,
-        dtypes: dict[int, np.dtype],
-        segment_bytes: int = DEFAULT_SEGMENT_BYTES,
-    ) -> None:
+    def __init__(self, sock: socket.socket, ctrl_fd: int, segment_bytes: int) -> None:
+        # By name, as a compiled subclass must (naiad._compiled).
         super().__init__(
-            sock=sock, ctrl_fd=ctrl_fd, side=side, dtypes=dtypes, segment_bytes=segment_bytes
+            sock=sock, ctrl_fd=ctrl_fd, side=0, dtypes=convert.DTYPES, segment_bytes=segment_bytes
         )
         self._backlog: collections.deque[tuple[bytes, list[int]]] = collections.deque()
 

@@ -16,7 +16,7 @@ import threading
 from typing import Any
 
 from naiad.backends.base import ModelInstance
-from naiad.backends.python import convert, launcher
+from naiad.backends.python import launcher
 from naiad.backends.python.connection import ServerLink, StubConnection, on_log, on_metric
 from naiad.backends.python.services import Services
 from naiad.core.errors import Internal, NaiadError
@@ -57,7 +57,7 @@ def start_stub(settings: StubSettings) -> StubConnection:
     proc, sock = launcher.spawn(settings.interpreter)
     ctrl = anonymous_fd(CTRL_BYTES, "naiad-python-ctrl")
     try:
-        link = ServerLink(sock, ctrl, 0, convert.DTYPES, settings.segment_bytes)
+        link = ServerLink(sock, ctrl, settings.segment_bytes)
         link.send_frame(_wire.encode(_wire.INIT, 0, settings.init), [ctrl])
     finally:
         os.close(ctrl)
