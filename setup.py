@@ -55,7 +55,7 @@ def _extensions() -> list[Any]:
     stub = runpy.run_path(str(ROOT / "src" / "triton_python_backend_utils" / "_compiled.py"))
     if BUILDS.isdisjoint(sys.argv[1:]):
         return []
-    if stub["pure_python_wanted"]():
+    if naiad["pure_python_wanted"]():
         return _pure_python()
     try:
         from mypyc.build import mypycify

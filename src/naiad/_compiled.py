@@ -137,10 +137,9 @@ def describe() -> str:
 
 
 def pure_python_wanted() -> bool:
-    """``NAIAD_PURE_PYTHON`` set (and not 0), at import."""
-    from triton_python_backend_utils._compiled import pure_python_wanted as wanted
-
-    return wanted()
+    """``NAIAD_PURE_PYTHON`` set (and not 0): read at install by setup.py, at import here
+    (the stub's package reads it for itself: it imports nothing of naiad)."""
+    return os.environ.get("NAIAD_PURE_PYTHON", "") not in ("", "0")
 
 
 def use_source() -> None:

@@ -47,7 +47,8 @@ EXTENSIONS = tuple(importlib.machinery.EXTENSION_SUFFIXES)
 
 
 def pure_python_wanted() -> bool:
-    """``NAIAD_PURE_PYTHON`` set (and not 0): read at install by setup.py, at import here."""
+    """``NAIAD_PURE_PYTHON`` set (and not 0), as ``naiad._compiled`` reads it: a stub
+    inherits the server's environment."""
     return os.environ.get("NAIAD_PURE_PYTHON", "") not in ("", "0")
 
 
