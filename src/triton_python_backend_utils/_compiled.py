@@ -55,7 +55,7 @@ def pure_python_wanted() -> bool:
 def prepare() -> None:
     """Make the listed modules importable: compiled where :data:`LIBRARY` loads, else
     from their source."""
-    if LIBRARY in sys.modules or any(isinstance(f, SourceFirst) for f in sys.meta_path):
+    if LIBRARY in sys.modules:
         return
     if not pure_python_wanted() and _load_library():
         return
