@@ -1,9 +1,10 @@
 """The request path compiled to C by mypyc, and whether this install has it.
 
 A request's time on naiad's one event loop is mostly Python: HTTP/2 framing,
-HTTP/1.1 heads, request templates, validation, scheduling, statistics,
-responses.  Compiled with mypyc (the compiler mypy's own releases use), the
-same typed source runs as C extensions: under load (concurrency 8 and 32)
+HTTP/1.1 heads, request templates, the request and response objects,
+validation, scheduling, statistics, responses.  Compiled with mypyc (the
+compiler mypy's own releases use), the same typed source runs as C
+extensions: under load (concurrency 8 and 32)
 gRPC serves 1.05-1.4x the requests per second, HTTP 1.07-1.13x, and what
 naiad adds to an in-process model's run fell from 31 to 13 µs
 (``benchmarks/README.md``).
@@ -29,7 +30,12 @@ annotations, so in these modules:
 - what numpy computes is a numpy scalar, not an ``int``: ``.tolist()`` or
   ``int()`` before it goes where an ``int`` is annotated;
 - a subclass's ``__init__`` passes its base's parameters on by name: mypyc
-  hands ``*args``/``**kwargs`` to a compiled ``__init__`` wrongly.
+  hands ``*args``/``**kwargs`` to a compiled ``__init__`` wrongly;
+- a compiled class is made by calling its ``__init__``, pickling and
+  ``copy`` included, so one whose objects may be pickled defines
+  ``__reduce__`` (``core/types.py``);
+- a class attribute such as ``__slots__`` is not read through the class
+  (mypy refuses it there): a module constant holds what both need.
 
 The whole test suite runs against the compiled modules (CI installs them
 so), and ``tests/conftest.py`` refuses to run on ones older than their
@@ -46,6 +52,7 @@ import os
 
 MODULES = (
     "naiad.core.stats",
+    "naiad.core.types",
     "naiad.core.templates",
     "naiad.core.validation",
     "naiad.backends.batching",

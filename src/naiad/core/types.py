@@ -5,6 +5,13 @@ encode the :class:`InferenceResponse` they get back; the core validates,
 schedules and records statistics in between.  Tensor data is numpy (or, for
 inputs straight off the wire, a buffer that the core turns into a numpy view
 without copying).
+
+The module is compiled with the request path (``naiad._compiled``): these
+objects are built and read several times a request on every path, and as
+native classes that costs a fraction of what Python objects do.  Their
+attributes take only the annotated types (a list where a tuple is declared
+is refused), and pickling goes through each class's ``__reduce__``: a
+compiled class is created by calling its constructor.
 """
 
 from __future__ import annotations
@@ -33,6 +40,9 @@ class SharedMemoryRef:
 
     def __repr__(self) -> str:
         return f"SharedMemoryRef({self.region!r}, {self.byte_size}, {self.offset})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return SharedMemoryRef, (self.region, self.byte_size, self.offset)
 
 
 class InferInput:
@@ -70,6 +80,10 @@ class InferInput:
     def __repr__(self) -> str:
         return f"InferInput({self.name!r}, {self.datatype}, {list(self.shape)})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.name, self.datatype, self.shape, self.data, self.shm, self.parameters)
+        return InferInput, fields
+
 
 class RequestedOutput:
     """An output the client asked for, with its per-output options.
@@ -95,8 +109,37 @@ class RequestedOutput:
     def __repr__(self) -> str:
         return f"RequestedOutput({self.name!r})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return RequestedOutput, (self.name, self.classification, self.shm, self.parameters)
+
 
 CorrelationId = Union[int, str]
+
+
+#: Every attribute of an :class:`InferenceRequest` (its slots, and its pickled state).
+_REQUEST_FIELDS = (
+    "model_name",
+    "model_version",
+    "id",
+    "inputs",
+    "outputs",
+    "parameters",
+    "correlation_id",
+    "sequence_start",
+    "sequence_end",
+    "priority",
+    "timeout_us",
+    "batch_size",
+    "arrival_ns",
+    "queue_start_ns",
+    "queue_ns",
+    "cancelled",
+    "enable_empty_final_response",
+    "response_sink",
+    "context",
+    "trace_context",
+    "template",
+)
 
 
 class InferenceRequest:
@@ -107,29 +150,7 @@ class InferenceRequest:
     0 or "" means the request is not part of a sequence.
     """
 
-    __slots__ = (
-        "model_name",
-        "model_version",
-        "id",
-        "inputs",
-        "outputs",
-        "parameters",
-        "correlation_id",
-        "sequence_start",
-        "sequence_end",
-        "priority",
-        "timeout_us",
-        "batch_size",
-        "arrival_ns",
-        "queue_start_ns",
-        "queue_ns",
-        "cancelled",
-        "enable_empty_final_response",
-        "response_sink",
-        "context",
-        "trace_context",
-        "template",
-    )
+    __slots__ = _REQUEST_FIELDS
 
     def __init__(
         self,
@@ -189,6 +210,9 @@ class InferenceRequest:
     def __repr__(self) -> str:
         return f"InferenceRequest({self.model_name!r}, id={self.id!r}, inputs={self.inputs})"
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return _request, (tuple(getattr(self, name) for name in _REQUEST_FIELDS),)
+
 
 class OutputTensor:
     """One output of a response; ``data`` is None when it went to shared memory."""
@@ -211,6 +235,9 @@ class OutputTensor:
 
     def __repr__(self) -> str:
         return f"OutputTensor({self.name!r}, {self.datatype}, {list(self.shape)})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return OutputTensor, (self.name, self.datatype, self.shape, self.data, self.shm)
 
 
 class InferenceResponse:
@@ -250,6 +277,18 @@ class InferenceResponse:
         if self.error is not None:
             return f"InferenceResponse({self.model_name!r}, error={self.error!r})"
         return f"InferenceResponse({self.model_name!r}, outputs={self.outputs})"
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        fields = (self.model_name, self.model_version, self.id, self.outputs, self.parameters)
+        return InferenceResponse, (*fields, self.error, self.final)
+
+
+def _request(fields: tuple[Any, ...]) -> InferenceRequest:
+    """An unpickled :class:`InferenceRequest`: every slot as it was."""
+    request = InferenceRequest("")
+    for name, value in zip(_REQUEST_FIELDS, fields, strict=True):
+        setattr(request, name, value)
+    return request
 
 
 ResponseSink = Callable[[InferenceResponse], None]
