@@ -177,13 +177,15 @@ def perf(
     concurrency: int,
     interval_ms: int,
     *extra: str,
+    cpus: str | None = None,
 ) -> dict[str, float]:
     """One perf_analyzer run at ``concurrency``: throughput (infer/s), p50, p99 and the
-    average latency (us).
+    average latency (us); with ``cpus``, perf_analyzer runs on those CPUs only (``taskset``).
 
     Stability is not asked for (a shared machine never is): three windows are measured.
     """
-    return _measure([str(PERF_ANALYZER)], model, url, concurrency, interval_ms, extra)
+    tool = ["taskset", "-c", cpus] if cpus is not None else []
+    return _measure([*tool, str(PERF_ANALYZER)], model, url, concurrency, interval_ms, extra)
 
 
 def naiad_perf(
