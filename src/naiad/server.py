@@ -10,6 +10,7 @@ from __future__ import annotations
 import asyncio
 import importlib
 import logging
+import operator
 from collections.abc import Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -222,8 +223,8 @@ class Server:
         request = InferenceRequest(
             model,
             [_input(name, value) for name, value in inputs.items()],
-            model_version=version,
-            id=request_id,
+            model_version=None if version is None else operator.index(version),  # numpy's too
+            id=str(request_id),
             outputs=[RequestedOutput(n) for n in outputs or ()],
             parameters=dict(parameters or {}),
         )

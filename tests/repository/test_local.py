@@ -56,6 +56,8 @@ def test_served_versions_follow_the_policy(repo, serve):
     assert server.model_metadata("m")["versions"] == ["2", "3"]
     x = np.ones((1, 16), np.float32)
     assert server.infer("m", {"INPUT0": x}, version=2)["OUTPUT0"].tolist() == x.tolist()
+    served = server.infer("m", {"INPUT0": x}, version=np.int64(3))  # as numpy computes one
+    assert served["OUTPUT0"].tolist() == x.tolist()
     with pytest.raises(Exception, match="version 1 is not found"):
         server.infer("m", {"INPUT0": x}, version=1)
 

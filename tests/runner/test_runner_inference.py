@@ -103,6 +103,17 @@ def test_a_sequence_keeps_its_state(runner):
     assert other["OUTPUT"].tolist() == [[100]]
 
 
+def test_numpy_integers_are_taken_where_integers_are_asked(runner):
+    """What a numpy computation hands back (a sequence id, a priority) works as the
+    ``int`` it stands for, in every mode."""
+    acc = runner.acc_state.options(sequence_id=np.int64(43), priority=np.int32(1))
+    first = acc.options(sequence_start=np.bool_(True)).run([[2]])
+    last = acc.options(sequence_end=True, timeout=np.uint64(10_000_000)).run([[5]])
+    assert [r["OUTPUT"].tolist() for r in (first, last)] == [[[2]], [[7]]]
+    with pytest.raises(TypeError):
+        runner.acc_state.options(priority=1.5)
+
+
 def test_stream_a_decoupled_model(runner):
     values = np.array([4, 5, 6], np.int32)
     results = list(runner.repeat.stream(values))

@@ -8,6 +8,7 @@ options (outputs, ids, sequences, priorities, parameters) with every call.
 from __future__ import annotations
 
 import dataclasses
+import operator
 from collections.abc import AsyncIterator, Iterator
 from typing import Any, Protocol
 
@@ -82,12 +83,12 @@ class RunnerModel:
         changes: dict[str, Any] = {
             key: value
             for key, value in {
-                "request_id": request_id,
-                "sequence_id": sequence_id,
-                "sequence_start": sequence_start,
-                "sequence_end": sequence_end,
-                "priority": priority,
-                "timeout": timeout,
+                "request_id": None if request_id is None else str(request_id),
+                "sequence_id": _sequence_id(sequence_id),
+                "sequence_start": None if sequence_start is None else bool(sequence_start),
+                "sequence_end": None if sequence_end is None else bool(sequence_end),
+                "priority": None if priority is None else operator.index(priority),
+                "timeout": None if timeout is None else operator.index(timeout),
                 "parameters": parameters,
             }.items()
             if value is not None
@@ -152,3 +153,11 @@ class RunnerModel:
     def __repr__(self) -> str:
         version = f" version {self.version}" if self.version else ""
         return f"<naiad model '{self.name}'{version} of runner '{self._runner.name}'>"
+
+
+def _sequence_id(value: int | str | None) -> int | str | None:
+    """A sequence id as the request holds it: a string, or an integer (numpy's too, as
+    tritonclient takes them); anything else is refused here, where the caller set it."""
+    if value is None or isinstance(value, str):
+        return value
+    return operator.index(value)
