@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import operator
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any, Protocol
 
 from naiad.core.errors import Unsupported
@@ -83,12 +83,12 @@ class RunnerModel:
         changes: dict[str, Any] = {
             key: value
             for key, value in {
-                "request_id": None if request_id is None else str(request_id),
-                "sequence_id": _sequence_id(sequence_id),
-                "sequence_start": None if sequence_start is None else bool(sequence_start),
-                "sequence_end": None if sequence_end is None else bool(sequence_end),
-                "priority": None if priority is None else operator.index(priority),
-                "timeout": None if timeout is None else operator.index(timeout),
+                "request_id": _as(str, request_id),
+                "sequence_id": _as(_sequence_id, sequence_id),
+                "sequence_start": _as(bool, sequence_start),
+                "sequence_end": _as(bool, sequence_end),
+                "priority": _as(operator.index, priority),
+                "timeout": _as(operator.index, timeout),
                 "parameters": parameters,
             }.items()
             if value is not None
@@ -155,9 +155,12 @@ class RunnerModel:
         return f"<naiad model '{self.name}'{version} of runner '{self._runner.name}'>"
 
 
-def _sequence_id(value: int | str | None) -> int | str | None:
-    """A sequence id as the request holds it: a string, or an integer (numpy's too, as
-    tritonclient takes them); anything else is refused here, where the caller set it."""
-    if value is None or isinstance(value, str):
-        return value
-    return operator.index(value)
+def _as(kind: Callable[[Any], Any], value: Any) -> Any:
+    """``value`` as the request holds it (numpy's integers and booleans as Python's, as
+    tritonclient takes them); None when not given.  Anything else is refused here,
+    where the caller set it."""
+    return None if value is None else kind(value)
+
+
+def _sequence_id(value: int | str) -> int | str:
+    return value if isinstance(value, str) else operator.index(value)
