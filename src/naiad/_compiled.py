@@ -17,9 +17,10 @@ runs them from their source in a compiled install too: profilers and
 debuggers then see their lines, and a benchmark can set both side by side.
 
 Kept to modules whose classes nothing outside them subclasses or stands in
-for (a compiled class cannot be subclassed from Python, and an argument or
-attribute annotated with it must be one).  Compiled code trusts its
-annotations, so in these modules:
+for (a compiled class cannot be subclassed from Python unless it says so
+with ``mypyc_attr(allow_interpreted_subclasses=True)``, as the ``pb_utils``
+classes models use do, and an argument or attribute annotated with it must
+be one).  Compiled code trusts its annotations, so in these modules:
 
 - an annotation says what the value is at run time (an attribute that
   starts as a shared placeholder of another type is ``Any``);
@@ -35,7 +36,13 @@ annotations, so in these modules:
   ``copy`` included, so one whose objects may be pickled defines
   ``__reduce__`` (``core/types.py``);
 - a class attribute such as ``__slots__`` is not read through the class
-  (mypy refuses it there): a module constant holds what both need.
+  (mypy refuses it there): a module constant holds what both need;
+- ``cls.__new__(cls)`` runs ``__init__``: an object built without the
+  checks a user's call gets takes a keyword of ``__init__`` that skips them
+  (``pb_utils.Tensor(..., _trusted=True)``);
+- a parameter users pass is annotated with what the function accepts and
+  converts (``Any``, then ``int()``), not with what it keeps: a compiled
+  function refuses a numpy integer where ``int`` is annotated.
 
 The whole test suite runs against the compiled modules (CI installs them
 so), and ``tests/conftest.py`` refuses to run on ones older than their
@@ -59,6 +66,8 @@ MODULES = (
     # The server's end of a stub process (the stub's own: see listed()).
     "naiad.backends.python.connection",
     "naiad.backends.python.convert",
+    # A model in the server's process: its batch as pb_utils objects, and its answers.
+    "naiad.backends.python.objects",
     "naiad.engine.completion",
     # Every scheduler with its base class: a compiled class has compiled subclasses.
     "naiad.scheduling.base",

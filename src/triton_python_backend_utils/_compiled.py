@@ -3,7 +3,13 @@
 What a stub does for a batch besides the model's own ``execute`` (read the
 frame, build the requests, encode the responses, send them) is Python, and
 at concurrency 1 it is a large part of what a stub model waits for
-(``benchmarks/README.md``, "The stub's plumbing compiled").  ``setup.py``
+(``benchmarks/README.md``, "The stub's plumbing compiled").  The classes a
+model builds and reads (``Tensor``, ``InferenceRequest``,
+``InferenceResponse``) are compiled with it, so that the plumbing, and the
+server's in-process Python backend, reach their fields natively; they are
+marked ``allow_interpreted_subclasses`` (:func:`mypyc_attr`), as a model may
+subclass them, as it may Triton's pybind11 classes, and their arguments
+are ``Any`` where Triton converts what it is given.  ``setup.py``
 compiles :data:`MODULES` as it compiles naiad's request path
 (``naiad._compiled``, whose docstring says what compiled code asks of its
 source), into a group of their own: their shared library :data:`LIBRARY`
@@ -30,13 +36,26 @@ import os
 import sys
 from collections.abc import Collection, Sequence
 from types import ModuleType
+from typing import Any
+
+try:
+    from mypy_extensions import mypyc_attr
+except ImportError:  # only mypyc reads it; where mypy is not installed it changes nothing
+
+    def mypyc_attr(*attrs: str, **kwattrs: object) -> Any:  # type: ignore[misc]
+        return lambda cls: cls
+
 
 MODULES = (
     "triton_python_backend_utils._arena",
     "triton_python_backend_utils._channel",
     "triton_python_backend_utils._link",
+    "triton_python_backend_utils._request",
+    "triton_python_backend_utils._response",
+    "triton_python_backend_utils._runner",
     "triton_python_backend_utils._stub",
     "triton_python_backend_utils._stub_host",
+    "triton_python_backend_utils._tensor",
     "triton_python_backend_utils._wire",
 )
 #: The group's shared library (mypyc names it ``<group>__mypyc``).

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import json
 import operator
-from collections.abc import Iterable
 from typing import Any
 
 import numpy as np
 
 from triton_python_backend_utils import _host
+from triton_python_backend_utils._compiled import mypyc_attr
 from triton_python_backend_utils._errors import TritonModelException
 from triton_python_backend_utils._response import InferenceResponse, check_parameters
 from triton_python_backend_utils._tensor import Tensor
@@ -43,17 +43,17 @@ class PreferredMemory:
     """Where a BLS caller wants outputs; naiad keeps everything on the CPU."""
 
     def __init__(
-        self, preferred_memory_type: int = TRITONSERVER_MEMORY_CPU, preferred_device_id: int = 0
+        self, preferred_memory_type: Any = TRITONSERVER_MEMORY_CPU, preferred_device_id: Any = 0
     ) -> None:
         self.preferred_memory_type = preferred_memory_type
         self.preferred_device_id = preferred_device_id
 
 
 class InferenceTrace:
-    def __init__(self, context: str | None = None) -> None:
+    def __init__(self, context: Any = None) -> None:
         self._context = context
 
-    def get_context(self) -> str | None:
+    def get_context(self) -> Any:
         return self._context
 
 
@@ -69,9 +69,11 @@ class InferenceResponseSender:
         self._sent = False
         self._held: InferenceResponse | None = None
 
-    def send(self, response: InferenceResponse | None = None, flags: int = 0) -> None:
+    def send(self, response: Any = None, flags: Any = 0) -> None:
+        # Any: a wrong argument gets Triton's words below, not a compiled class's TypeError.
         if flags not in (0, TRITONSERVER_RESPONSE_COMPLETE_FINAL):
             raise TritonModelException("Unable to send response. Unsupported flag provided.")
+        flags = int(flags)
         if response is None and flags == 0:
             raise TritonModelException(
                 "Inference Response object must be provided when the response flags is set to zero."
@@ -113,23 +115,50 @@ class InferenceResponseSender:
         return self._closed
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InferenceRequest:
     """A request: received by ``execute``, or built by a model for BLS."""
 
     def __init__(
         self,
-        request_id: str | bytes = "",
-        correlation_id: int | str | bytes = 0,
-        inputs: list[Tensor] | None = None,
-        requested_output_names: Iterable[str | bytes] | None = None,
-        model_name: str | bytes | None = None,
-        model_version: int = -1,
-        flags: int = 0,
-        timeout: int = 0,
+        # Any: taken as Triton's pybind11 takes them (bytes for str, numpy integers,
+        # tuples), and checked below; a compiled class would refuse them at the call.
+        request_id: Any = "",
+        correlation_id: Any = 0,
+        inputs: Any = None,
+        requested_output_names: Any = None,
+        model_name: Any = None,
+        model_version: Any = -1,
+        flags: Any = 0,
+        timeout: Any = 0,
         preferred_memory: PreferredMemory | None = None,
         trace: InferenceTrace | None = None,
         parameters: Any = None,
+        *,
+        _delivered_by: Any = None,
+        _handle: int = 0,
     ) -> None:
+        # A model in the server's process: the server's own request, and the answer its
+        # sender gave in default mode (naiad.backends.python.thread).
+        self._core: Any = None
+        self._held: Any = None
+        self._sender: InferenceResponseSender | None = None
+        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
+        self._preferred_memory = preferred_memory or PreferredMemory()
+        self._trace = trace or InferenceTrace()
+        self._handle = _handle
+        self._host: _host.Host | None = _delivered_by
+        if _delivered_by is not None:  # delivered by the server, which checked it
+            self._request_id: str = request_id
+            self._correlation_id: int | str = correlation_id
+            self._inputs: list[Tensor] = inputs
+            self._requested: list[str] = requested_output_names
+            self._model_name: str = model_name
+            self._model_version: int = model_version
+            self._flags: int = flags
+            self._timeout: int = timeout
+            self._parameters: dict[str, Any] = parameters
+            return
         if model_name is None or inputs is None or requested_output_names is None:
             raise TypeError(
                 "InferenceRequest() needs model_name, inputs and requested_output_names"
@@ -144,13 +173,7 @@ class InferenceRequest:
         self._model_version = int(model_version)
         self._flags = int(flags)
         self._timeout = int(timeout)
-        self._preferred_memory = preferred_memory or PreferredMemory()
-        self._trace = trace or InferenceTrace()
         self._parameters = check_parameters(parameters)
-        self._host: _host.Host | None = None
-        self._handle = 0
-        self._sender: InferenceResponseSender | None = None
-        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
 
     @classmethod
     def _incoming(
@@ -168,23 +191,10 @@ class InferenceRequest:
         model_version: int,
     ) -> InferenceRequest:
         """A request the server delivered (no validation: the core did it)."""
-        self = cls.__new__(cls)
-        self._request_id = request_id
-        self._correlation_id = correlation_id
-        self._inputs = inputs
-        self._requested = requested
-        self._model_name = model_name
-        self._model_version = model_version
-        self._flags = flags
-        self._timeout = timeout
-        self._preferred_memory = PreferredMemory()
-        self._trace = InferenceTrace()
-        self._parameters = parameters
-        self._host = host
-        self._handle = handle
-        self._sender = None
-        self._release_flags = TRITONSERVER_REQUEST_RELEASE_ALL
-        return self
+        return cls(
+            request_id, correlation_id, inputs, requested, model_name, model_version, flags,
+            timeout, None, None, parameters, _delivered_by=host, _handle=handle,
+        )  # fmt: skip
 
     def inputs(self) -> list[Tensor]:
         return self._inputs
@@ -198,7 +208,7 @@ class InferenceRequest:
     def flags(self) -> int:
         return self._flags
 
-    def set_flags(self, flags: int) -> None:
+    def set_flags(self, flags: Any) -> None:
         self._flags = int(flags)
 
     def timeout(self) -> int:
@@ -229,7 +239,8 @@ class InferenceRequest:
     def is_cancelled(self) -> bool:
         return self._host is not None and self._host.is_cancelled(self)
 
-    def set_release_flags(self, flags: int) -> None:
+    def set_release_flags(self, flags: Any) -> None:
+        flags = int(flags)
         if flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE and not (
             self._host is not None and self._host.iterative
         ):
@@ -242,12 +253,12 @@ class InferenceRequest:
     def _rescheduled(self) -> bool:
         return self._release_flags == TRITONSERVER_REQUEST_RELEASE_RESCHEDULE
 
-    def exec(self, decoupled: bool = False) -> Any:
+    def exec(self, decoupled: Any = False) -> Any:
         """Run this request on another model now; errors come back in the response."""
-        return _host.current().bls(self, decoupled)
+        return _host.current().bls(self, bool(decoupled))
 
-    async def async_exec(self, decoupled: bool = False) -> Any:
-        return await _host.current().bls_async(self, decoupled)
+    async def async_exec(self, decoupled: Any = False) -> Any:
+        return await _host.current().bls_async(self, bool(decoupled))
 
     def _bls_fields(self) -> dict[str, Any]:
         """What a BLS call carries besides the inputs, in the server's wire names."""

@@ -7,6 +7,7 @@ import queue
 from collections.abc import Callable
 from typing import Any
 
+from triton_python_backend_utils._compiled import mypyc_attr
 from triton_python_backend_utils._errors import TritonError, TritonModelException
 from triton_python_backend_utils._tensor import Tensor
 
@@ -40,6 +41,7 @@ def check_parameters(parameters: Any) -> dict[str, bool | int | float | str]:
     return checked
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class InferenceResponse:
     """The answer to one request: output tensors, or an error."""
 
@@ -47,8 +49,8 @@ class InferenceResponse:
 
     def __init__(
         self,
-        output_tensors: list[Tensor] | None = None,
-        error: TritonError | None = None,
+        output_tensors: Any = None,  # a list or tuple of Tensor, checked below
+        error: Any = None,  # a TritonError or its message
         parameters: Any = None,
     ) -> None:
         if output_tensors is None:

@@ -26,9 +26,18 @@ class BatchError(Exception):
 
 
 _HERE = os.path.dirname(os.path.abspath(__file__))
+_PACKAGE = os.path.basename(_HERE)
 
 
 _IMPORTLIB = os.path.dirname(os.path.abspath(importlib.__file__))
+
+
+def _ours(filename: str) -> bool:
+    """A frame of this package: run from its source, or compiled, where the frame names
+    the source as the build saw it (``src/triton_python_backend_utils/_runner.py``)."""
+    if os.path.dirname(os.path.abspath(filename)) == _HERE:
+        return True
+    return not os.path.isabs(filename) and os.path.basename(os.path.dirname(filename)) == _PACKAGE
 
 
 def python_error_text(exc: BaseException) -> str:
@@ -38,14 +47,16 @@ def python_error_text(exc: BaseException) -> str:
     (the server's own, in thread mode), nor this package's or importlib's.
     """
     entries: list[traceback.FrameSummary] = list(traceback.extract_tb(exc.__traceback__))
-    dirs = [os.path.dirname(os.path.abspath(e.filename)) for e in entries]
-    if _HERE in dirs:
-        start = dirs.index(_HERE)
-        entries, dirs = entries[start:], dirs[start:]
+    ours = [_ours(e.filename) for e in entries]
+    if True in ours:
+        start = ours.index(True)
+        entries, ours = entries[start:], ours[start:]
     kept = [
         e
-        for e, d in zip(entries, dirs, strict=True)
-        if d not in (_HERE, _IMPORTLIB) and "importlib._bootstrap" not in e.filename
+        for e, mine in zip(entries, ours, strict=True)
+        if not mine
+        and os.path.dirname(os.path.abspath(e.filename)) != _IMPORTLIB
+        and "importlib._bootstrap" not in e.filename
     ]
     lines = "".join(f"  {e.filename}({e.lineno}): {e.name}\n" for e in reversed(kept))
     text = f"{type(exc).__name__}: {exc}"

@@ -6,6 +6,7 @@ from typing import Any
 
 import numpy as np
 
+from triton_python_backend_utils._compiled import mypyc_attr
 from triton_python_backend_utils._dlpack import KDL_BFLOAT, KDL_UINT, retag
 from triton_python_backend_utils._dtypes import TYPE_BF16, TYPE_BYTES, numpy_to_triton_type
 from triton_python_backend_utils._errors import TritonModelException
@@ -27,12 +28,20 @@ class _Capsule:
         return (_KDL_CPU, 0)
 
 
+@mypyc_attr(allow_interpreted_subclasses=True)
 class Tensor:
     """An input, output or BLS tensor; ``as_numpy()`` returns the array itself."""
 
     __slots__ = ("_name", "_array", "_dtype")
 
-    def __init__(self, name: str | bytes, numpy_array: Any, *, _dtype: int | None = None) -> None:
+    def __init__(
+        self, name: Any, numpy_array: Any, *, _dtype: int | None = None, _trusted: bool = False
+    ) -> None:
+        if _trusted:  # an array the server delivered, as it is: no checks, no copy
+            self._name: str = name
+            self._array: np.ndarray = numpy_array
+            self._dtype: int = _dtype if _dtype is not None else 0
+            return
         name = as_str(name, "Tensor name")  # bytes too, as Triton's pybind11 takes them
         if not name:
             raise TritonModelException("Tensor name cannot be an empty string.")
@@ -59,11 +68,7 @@ class Tensor:
     @classmethod
     def _wrap(cls, name: str, array: np.ndarray, dtype: int) -> Tensor:
         """A tensor over an array the server delivered (no checks, no copy)."""
-        self = cls.__new__(cls)
-        self._name = name
-        self._array = array
-        self._dtype = dtype
-        return self
+        return cls(name, array, _dtype=dtype, _trusted=True)
 
     def name(self) -> str:
         return self._name
@@ -101,7 +106,7 @@ class Tensor:
         return (_KDL_CPU, 0)
 
     @staticmethod
-    def from_dlpack(name: str | bytes, capsule: Any) -> Tensor:
+    def from_dlpack(name: Any, capsule: Any) -> Tensor:
         """A tensor over a DLPack capsule or any object with ``__dlpack__`` (CPU only).
 
         A ``kDLBfloat`` capsule (a torch bfloat16 tensor, a BF16 tensor's

@@ -40,6 +40,21 @@ def test_exception_in_execute(repo, serve, mode):
 
 
 @pytest.mark.parametrize("mode", MODES)
+def test_an_error_pb_utils_raises_shows_only_the_models_frames(repo, serve, mode):
+    """As in Triton, whose pb_utils is C++: the frames are the model's, none of pb_utils'
+    (whose classes may be compiled, and then name their source by a relative path)."""
+    body = "        return [pb_utils.InferenceResponse([pb_utils.Tensor('', np.ones(1))])]\n"
+    add_sub(repo, mode=mode, source=_model(body))
+    message = _fail(serve(repo)).message
+    assert message.startswith(
+        "Failed to process the request(s) for model 'add_sub_0_0', message: "
+        "TritonModelException: Tensor name cannot be an empty string.\n\nAt:\n  "
+    ), message
+    frames = message.split("At:\n")[1].splitlines()
+    assert len(frames) == 1 and frames[0].endswith("model.py(6): execute"), message
+
+
+@pytest.mark.parametrize("mode", MODES)
 @pytest.mark.parametrize(
     ("body", "text"),
     [

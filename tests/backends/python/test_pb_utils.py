@@ -46,6 +46,45 @@ def test_tensor():
     assert pb_utils.Tensor("s", np.array(["ab"])).as_numpy().tolist() == [b"ab"]
 
 
+def test_classes_take_what_tritons_take():
+    """Triton's pb_utils is pybind11: its classes may be subclassed, and its arguments
+    converted (numpy integers, tuples); naiad's may be compiled, and still take them."""
+
+    class Named(pb_utils.Tensor):
+        def label(self) -> str:
+            return f"<{self.name()}>"
+
+    class Answer(pb_utils.InferenceResponse):
+        pass
+
+    class Call(pb_utils.InferenceRequest):
+        pass
+
+    tensor = Named("x", np.ones(2, dtype=np.float32))
+    assert tensor.label() == "<x>" and tensor.as_numpy().tolist() == [1, 1]
+    answer = Answer(output_tensors=(tensor,))
+    assert isinstance(answer, pb_utils.InferenceResponse)
+    assert answer.output_tensors() == [tensor]
+    assert pb_utils.InferenceResponse(error="boom").error().message() == "boom"
+    call = Call(
+        model_name="m",
+        inputs=(tensor,),
+        requested_output_names=("o",),
+        model_version=np.int64(3),
+        flags=np.int32(1),
+        timeout=np.uint16(5),
+        correlation_id=np.int64(7),
+    )
+    assert (call.model_version(), call.flags(), call.timeout()) == (3, 1, 5)
+    assert call.correlation_id() == 7 and call.requested_output_names() == ["o"]
+    call.set_flags(np.int64(2))
+    assert call.flags() == 2
+    with pytest.raises(pb_utils.TritonModelException, match="must be a list"):
+        pb_utils.InferenceResponse(output_tensors=tensor)
+    with pytest.raises(pb_utils.TritonModelException, match="Expected a 'Tensor' object"):
+        pb_utils.InferenceResponse(output_tensors=["x"])
+
+
 class _Bfloat16Producer:
     """Stands in for a torch bfloat16 tensor: a CPU DLPack producer of ``kDLBfloat`` bits."""
 
@@ -183,6 +222,14 @@ def test_sender_rules_decoupled():
     assert [final for _, final in host.sent] == [False, False, True]
     with pytest.raises(pb_utils.TritonModelException, match="has been closed"):
         sender.send(flags=pb_utils.TRITONSERVER_RESPONSE_COMPLETE_FINAL)
+
+
+def test_sender_words_a_wrong_argument_as_triton():
+    sender = _incoming(_Host(decoupled=True)).get_response_sender()
+    with pytest.raises(pb_utils.TritonModelException, match="Expected an 'InferenceResponse'"):
+        sender.send("not a response")
+    sender.send(pb_utils.InferenceResponse(), flags=np.uint32(1))
+    assert sender.closed
 
 
 def test_sender_rules_default_mode():

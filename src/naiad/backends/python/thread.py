@@ -26,84 +26,29 @@ import time
 from pathlib import Path
 from typing import Any
 
-import numpy as np
-
 from naiad.backends.base import ModelInstance, RunOnThread
-from naiad.backends.python import convert
+from naiad.backends.python import objects
 from naiad.backends.python.connection import on_log
 from naiad.backends.python.services import Services
-from naiad.core import datatypes
 from naiad.core.errors import Internal, NaiadError
 from naiad.core.types import (
     RESCHEDULED,
     InferenceRequest,
     InferenceResponse,
-    InferInput,
-    OutputTensor,
 )
 from triton_python_backend_utils import _host
 from triton_python_backend_utils._errors import TritonError, TritonModelException
 from triton_python_backend_utils._request import InferenceRequest as PbRequest
 from triton_python_backend_utils._response import InferenceResponse as PbResponse
 from triton_python_backend_utils._response import ResponseIterator
-from triton_python_backend_utils._runner import BatchError, ModelRunner, OutputError
-from triton_python_backend_utils._tensor import Tensor
+from triton_python_backend_utils._runner import BatchError, ModelRunner
 
 log = logging.getLogger("naiad")
-_BF16 = datatypes.BF16.config_enum
 
 #: Calls in a model's source after which it may wait for the server.
 _WAITS_FOR_SERVER = re.compile(r"\b(exec|async_exec|load_model|unload_model|is_model_ready)\s*\(")
 #: The one way a model ``execution-mode=auto`` places here can wait without computing.
 _SLEEPS = re.compile(r"\bsleep\s*\(")
-
-
-def _pb_array(array: np.ndarray, code: int) -> np.ndarray:
-    return array.view(np.uint16) if code == _BF16 else array
-
-
-def _writable(array: np.ndarray) -> np.ndarray:
-    """Models may write into their inputs, as in a stub; a view on a request body is read-only."""
-    return array if array.flags.writeable else array.copy()
-
-
-def _core_array(array: np.ndarray, code: int) -> np.ndarray:
-    return array.view(datatypes.BF16.numpy) if code == _BF16 else array
-
-
-def core_response(
-    runner: ModelRunner, response: PbResponse, requested: list[str], final: bool = True
-) -> InferenceResponse:
-    error = response.error()
-    if error is not None:
-        return InferenceResponse(
-            error=convert.error_of(int(error.code()), error.message()), final=final
-        )
-    try:
-        tensors = runner.outputs(response, requested)
-    except OutputError as exc:
-        return InferenceResponse(error=convert.error_of(exc.code, exc.message), final=final)
-    by_enum = datatypes.BY_CONFIG_ENUM
-    outputs = [
-        OutputTensor(
-            t._name, by_enum[t._dtype], tuple(t._array.shape), _core_array(t._array, t._dtype)
-        )
-        for t in tensors
-    ]
-    return InferenceResponse(outputs=outputs, parameters=dict(response._parameters), final=final)
-
-
-def pb_response(response: InferenceResponse) -> PbResponse:
-    if response.error is not None:
-        return PbResponse(
-            error=TritonError(response.error.message, convert.CODES.get(response.error.kind, 1))
-        )
-    tensors = [
-        Tensor._wrap(t.name, _pb_array(t.data, t.datatype.config_enum), t.datatype.config_enum)
-        for t in response.outputs
-        if t.data is not None
-    ]
-    return PbResponse(tensors, parameters=response.parameters or None)
 
 
 class ThreadHost:
@@ -128,13 +73,13 @@ class ThreadHost:
         return self.loop
 
     def send(self, request: PbRequest, response: PbResponse | None, final: bool) -> None:
-        core = request._core  # type: ignore[attr-defined]
+        core = request._core
         if response is None:
             answer = InferenceResponse(final=True)
         else:
-            answer = core_response(self.runner, response, request._requested, final)
+            answer = objects.core_response(self.runner, response, request._requested, final)
         if not self.decoupled:
-            request._held = answer  # type: ignore[attr-defined]
+            request._held = answer
             return
         assert self.loop is not None and core.response_sink is not None
         self.loop.call_soon_threadsafe(core.response_sink, answer)
@@ -144,39 +89,31 @@ class ThreadHost:
         assert self.loop is not None
         for request in requests:
             if request._rescheduled():
-                sink = request._core.response_sink  # type: ignore[attr-defined]
+                sink = request._core.response_sink
                 self.loop.call_soon_threadsafe(sink, RESCHEDULED)
 
     def is_cancelled(self, request: PbRequest) -> bool:
-        return bool(request._core.cancelled)  # type: ignore[attr-defined]
-
-    def _core_request(self, request: PbRequest) -> InferenceRequest:
-        core = convert.bls_request(request._bls_fields(), None)
-        by_enum = datatypes.BY_CONFIG_ENUM
-        for t in request._inputs:
-            dt = by_enum[t._dtype]
-            core.inputs.append(
-                InferInput(t._name, dt, tuple(t._array.shape), _core_array(t._array, t._dtype))
-            )
-        return core
+        return bool(request._core.cancelled)
 
     def bls(self, request: PbRequest, decoupled: bool) -> Any:
         loop = self._wait_for_loop()
-        core = self._core_request(request)
+        core = objects.core_request(request)
         if decoupled:
             iterator = ResponseIterator(cancel=lambda: setattr(core, "cancelled", True))
             asyncio.run_coroutine_threadsafe(
-                self.services.bls(core, True, lambda r: iterator._put(pb_response(r), r.final)),
+                self.services.bls(
+                    core, True, lambda r: iterator._put(objects.pb_response(r), r.final)
+                ),
                 loop,
             )
             return iterator
         got: list[InferenceResponse] = []
         asyncio.run_coroutine_threadsafe(self.services.bls(core, False, got.append), loop).result()
-        return pb_response(got[-1])
+        return objects.pb_response(got[-1])
 
     async def bls_async(self, request: PbRequest, decoupled: bool) -> Any:
         assert self.loop is not None
-        core = self._core_request(request)
+        core = objects.core_request(request)
         got: list[InferenceResponse] = []
         await asyncio.wrap_future(
             asyncio.run_coroutine_threadsafe(
@@ -184,10 +121,10 @@ class ThreadHost:
             )
         )
         if not decoupled:
-            return pb_response(got[-1])
+            return objects.pb_response(got[-1])
         iterator = ResponseIterator()
         for r in got:
-            iterator._put(pb_response(r), r.final)
+            iterator._put(objects.pb_response(r), r.final)
         return iterator
 
     def model_control(self, op: str, **kwargs: Any) -> Any:
@@ -256,6 +193,7 @@ class ThreadInstance(ModelInstance):
         self.name = runner.instance_name
         self._model_name = args["model_name"]
         self._version = int(args["model_version"])
+        self._output_names = list(runner.output_names)
         self._aloop: asyncio.AbstractEventLoop | None = None
         _host.set_default(host)
         _host.bind(host)
@@ -318,35 +256,9 @@ class ThreadInstance(ModelInstance):
 
     def _execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse] | None:
         host, runner = self.host, self.runner
-        outputs = list(runner.output_names)
-        pb = []
-        for i, r in enumerate(requests):
-            tensors = [
-                Tensor._wrap(
-                    t.name,
-                    _pb_array(_writable(t.array()), t.datatype.config_enum),
-                    t.datatype.config_enum,
-                )
-                for t in r.inputs
-            ]
-            requested = [o.name for o in r.outputs] if r.outputs else outputs
-            params = {k: v for k, v in r.parameters.items() if k not in convert.RESERVED_PARAMETERS}
-            req = PbRequest._incoming(
-                host,
-                i,
-                tensors,
-                requested,
-                r.id,
-                r.correlation_id,
-                r.flags,
-                r.timeout_us,
-                params,
-                self._model_name,
-                self._version,
-            )
-            req._core = r  # type: ignore[attr-defined]
-            req._held = None  # type: ignore[attr-defined]
-            pb.append(req)
+        pb = objects.pb_requests(
+            host, requests, self._output_names, self._model_name, self._version
+        )
         _host.bind(host)
         try:
             if runner.async_execute:
@@ -369,19 +281,7 @@ class ThreadInstance(ModelInstance):
             if runner.iterative:
                 host.reschedule(pb)
             return None
-        out = []
-        unanswered = runner.failed(
-            "execute returned None for a request that was not answered through its response sender."
-        )
-        for req, response in zip(pb, checked, strict=True):
-            if req._rescheduled():
-                out.append(RESCHEDULED)
-            elif response is not None:
-                out.append(core_response(runner, response, req._requested))
-            else:
-                held = getattr(req, "_held", None)
-                out.append(held or InferenceResponse(error=Internal(unanswered)))
-        return out
+        return objects.answers(runner, pb, checked)
 
     def _after_async(self, pb: list[PbRequest], future: Any) -> None:
         try:
