@@ -19,7 +19,10 @@ measured requests:
 * ``naiad-python``: a binary-tensor ``/infer`` request to the example
   ``add_sub_python`` model in its stub process (``execution-mode=process``;
   ``auto`` would run it in the server's), counted in the server and in the
-  stub separately (two rows); the stub's socket is real, the client's is not.
+  stub separately (two rows); the stub's socket is real, the client's is not;
+* ``naiad-python-auto``: the same request to the same model where ``naiad
+  serve`` runs it by default (``execution-mode=auto``: in the server's
+  process, on its event loop), the headline's path.
 
 The model is ``http_bench.py``'s ONNX identity except for ``naiad-python``.
 Under valgrind every model looks slow, and the scheduler would move it to the
@@ -49,7 +52,14 @@ from typing import Any
 import numpy as np
 from common import checkout_env
 
-TARGETS = ("naiad-http", "naiad-grpc", "naiad-core", "bare-http", "naiad-python")
+TARGETS = (
+    "naiad-http",
+    "naiad-grpc",
+    "naiad-core",
+    "bare-http",
+    "naiad-python",
+    "naiad-python-auto",
+)
 WARMUP = 50
 
 
@@ -253,25 +263,27 @@ async def _inner(target: str, repo: Path, requests: int) -> None:
     from naiad.core.types import InferenceRequest, InferInput
 
     ModelInstance.inline_max_ns = 10**12  # see the module docstring
+    mode = "auto" if target == "naiad-python-auto" else "process"
 
     # No metrics: their poller runs on a timer, and under valgrind a timer fires
     # ever more often per request, which would make the count depend on speed.
     server = Server(
         model_repository=repo,
-        http_port=0 if target in ("naiad-http", "naiad-python") else None,
+        http_port=0 if target in ("naiad-http", "naiad-python", "naiad-python-auto") else None,
         grpc_port=0 if target == "naiad-grpc" else None,
         allow_metrics=False,
         allow_cpu_metrics=False,
         allow_gpu_metrics=False,
-        backend_config={"python": {"execution-mode": "process"}},
+        backend_config={"python": {"execution-mode": mode}},
     )
     await server.start_async()
     try:
         if target == "naiad-http":
             writes = await _drive_protocol(_connection(server), requests)
-        elif target == "naiad-python":
+        elif target in ("naiad-python", "naiad-python-auto"):
             model = server.dataplane.registry.get("add_sub_python")
-            _COUNTED.extend(instance.pid for instance in model.instances)
+            if mode == "process":
+                _COUNTED.extend(instance.pid for instance in model.instances)
             data = _http_request("add_sub_python", ("INPUT0", "INPUT1"))
             writes = await _drive_protocol(_connection(server), requests, data)
         elif target == "naiad-grpc":
@@ -337,7 +349,7 @@ def main() -> int:
         print("| target | instructions per request |")
         print("|---|---|")
         for target in args.targets:
-            repo = python_repo if target == "naiad-python" else naiad_repo
+            repo = python_repo if target.startswith("naiad-python") else naiad_repo
             counts = _measure(target, repo, args.requests, Path(tmp) / f"{target}.out")
             names = [target] if len(counts) == 1 else [f"{target} (server)", f"{target} (stub)"]
             for name, per in zip(names, counts, strict=True):
