@@ -8,9 +8,13 @@ the context switches (every thread) of the server process and of its stubs
 (naiad's stub processes, Triton's ``triton_python_backend_stub``), divided by
 the requests the server's statistics say it answered.  A second, shorter run
 under ``strace -c -f`` counts syscalls by kind (strace slows everything, so
-only its counts are used)::
+only its counts are used).  ``--sched`` adds a third, in which the kernel
+scheduler's trace of a second or two (``schedtrace``) shows where a request
+waits: each role's run time and sleeps per request, and the CPUs' idle
+time::
 
     python benchmarks/accounting.py --concurrency 1 32 --protocols http grpc
+    python benchmarks/accounting.py --stubs --sched --concurrency 1 --protocols http
 """
 
 from __future__ import annotations
@@ -18,6 +22,9 @@ from __future__ import annotations
 import argparse
 import sys
 import tempfile
+import time
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 from common import (
@@ -32,6 +39,7 @@ from common import (
     wait_ready,
 )
 from procstat import Strace, Usage, children, usage
+from schedtrace import Slices, available, recording, slices
 
 MODEL = ROOT / "examples/model_repository/add_sub_python"
 NAME = MODEL.name
@@ -39,6 +47,9 @@ SERVERS = ("naiad", "triton")
 #: ``--stubs``: naiad with execution-mode=process (add_sub's default runs it in the server).
 STUBS = "naiad-stubs"
 ROLES = ("server", "stub")
+#: Seconds of scheduler trace (``--sched``) in which requests are counted: some
+#: thousands of requests, a few MB.
+SCHED_SECONDS = 1.0
 
 
 def main() -> int:
@@ -50,10 +61,16 @@ def main() -> int:
     parser.add_argument(
         "--stubs", action="store_true", help="also naiad with execution-mode=process"
     )
+    parser.add_argument(
+        "--sched", action="store_true", help="also where requests wait (perf sched)"
+    )
     args = parser.parse_args()
     if perf_analyzer_missing():
         return 2
-    rows, calls = [], []
+    if args.sched and (why := available()) is not None:
+        print(f"--sched: {why}")
+        return 2
+    rows, calls, waits = [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         (root / "repo").mkdir()
@@ -61,18 +78,23 @@ def main() -> int:
         for protocol in args.protocols:
             for c in args.concurrency:
                 for server in [*SERVERS, STUBS] if args.stubs else SERVERS:
-                    usage_of, syscalls, threads = account(server, protocol, c, root, args)
+                    usage_of, syscalls, threads, waited = account(server, protocol, c, root, args)
                     rows.append((protocol, c, server, usage_of, threads))
                     calls.append((protocol, c, server, syscalls))
+                    if waited is not None:
+                        waits.append((protocol, c, server, waited))
     print(table(rows))
     print(syscall_lines(calls, args.top))
+    if waits:
+        print(wait_table(waits))
     return 0
 
 
 def account(
     server: str, protocol: str, c: int, root: Path, args: argparse.Namespace
-) -> tuple[dict[str, Usage], dict[str, dict[str, float]], dict[str, list[int]]]:
-    """Per-request usage of the server and its stubs, and syscalls per request by kind."""
+) -> tuple[dict[str, Usage], dict[str, dict[str, float]], dict[str, list[int]], Slices | None]:
+    """Per-request usage of the server and its stubs, syscalls per request by kind, and
+    (``--sched``) the scheduler's slices per request."""
     port = free_port()
     log = root / f"{server}-{protocol}-{c}.log"
     if server == "triton":
@@ -105,9 +127,31 @@ def account(
                 perf(NAME, url, c, max(500, args.interval // 2), *extra)
                 requests = inference_count(port, protocol, NAME) - count
             syscalls[role] = {k: v / requests for k, v in traced.calls.items()}
-        return per_request, syscalls, threads
+        waited = None
+        if args.sched:
+            out = root / f"sched-{server}-{protocol}-{c}.data"
+            rate = sched(url, c, extra, lambda: inference_count(port, protocol, NAME), out)
+            spans = slices(out, proc.pid, pids["stub"])
+            # At c=1 the client sleeps once a request, which checks this count.
+            waited = spans.per(rate * spans.span_us / 1_000_000)
+        return per_request, syscalls, threads, waited
     finally:
         stop([proc])
+
+
+def sched(url: str, c: int, extra: list[str], answered: Callable[[], int], out: Path) -> float:
+    """Trace the scheduler into ``out`` in the middle of a perf_analyzer run; the rate of
+    requests answered (per second) in the :data:`SCHED_SECONDS` it counts them."""
+    with ThreadPoolExecutor(1) as pool:
+        running = pool.submit(perf, NAME, url, c, 3000, *extra)
+        time.sleep(2)  # past perf_analyzer's start
+        with recording(out):
+            time.sleep(0.5)  # perf's own start
+            before, start = answered(), time.monotonic()
+            time.sleep(SCHED_SECONDS)
+            count, elapsed = answered() - before, time.monotonic() - start
+        running.result()
+    return count / elapsed
 
 
 def per(spent: Usage, requests: int) -> Usage:
@@ -130,6 +174,28 @@ def table(rows: list) -> str:
             f"| {protocol} | {c} | {server} | {s.cpu_us:.0f} | {t.cpu_us:.0f} "
             f"| {s.voluntary:.2f}+{s.involuntary:.2f} | {t.voluntary:.2f}+{t.involuntary:.2f} "
             f"| {threads['server'][0]} / {','.join(map(str, threads['stub'])) or '-'} |"
+        )
+    return "\n".join(out)
+
+
+def wait_table(rows: list) -> str:
+    roles = ("server", "stub", "client", "other")
+    out = [
+        "",
+        f"where a request waits (perf sched, {SCHED_SECONDS} s counted, per request: run µs"
+        " on a CPU, idle µs of every CPU, sleeps):",
+        "",
+        "| proto | c | server | cycle | "
+        + " | ".join(f"{r} run" for r in roles)
+        + " | idle | server sleeps | stub sleeps | client sleeps |",
+        "|---|---|---|---|" + "---|" * len(roles) + "---|---|---|---|",
+    ]
+    for protocol, c, server, w in rows:
+        runs = " | ".join(f"{w.run_us[r]:.0f}" for r in roles)
+        sleeps = " | ".join(f"{w.sleeps[r]:.2f}" for r in ("server", "stub", "client"))
+        out.append(
+            f"| {protocol} | {c} | {server} | {w.span_us:.0f} | {runs} "
+            f"| {w.run_us['idle']:.0f} | {sleeps} |"
         )
     return "\n".join(out)
 
