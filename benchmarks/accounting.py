@@ -39,7 +39,8 @@ from common import (
     wait_ready,
 )
 from procstat import Strace, Usage, children, usage
-from schedtrace import Slices, available, recording, slices
+from schedtrace import ROLES as TRACED
+from schedtrace import Runs, available, recording, runs
 
 MODEL = ROOT / "examples/model_repository/add_sub_python"
 NAME = MODEL.name
@@ -92,9 +93,9 @@ def main() -> int:
 
 def account(
     server: str, protocol: str, c: int, root: Path, args: argparse.Namespace
-) -> tuple[dict[str, Usage], dict[str, dict[str, float]], dict[str, list[int]], Slices | None]:
+) -> tuple[dict[str, Usage], dict[str, dict[str, float]], dict[str, list[int]], Runs | None]:
     """Per-request usage of the server and its stubs, syscalls per request by kind, and
-    (``--sched``) the scheduler's slices per request."""
+    (``--sched``) the scheduler's run time and sleeps per request."""
     port = free_port()
     log = root / f"{server}-{protocol}-{c}.log"
     if server == "triton":
@@ -131,9 +132,9 @@ def account(
         if args.sched:
             out = root / f"sched-{server}-{protocol}-{c}.data"
             rate = sched(url, c, extra, lambda: inference_count(port, protocol, NAME), out)
-            spans = slices(out, proc.pid, pids["stub"])
+            sched_runs = runs(out, proc.pid, pids["stub"])
             # At c=1 the client sleeps once a request, which checks this count.
-            waited = spans.per(rate * spans.span_us / 1_000_000)
+            waited = sched_runs.per(rate * sched_runs.span_us / 1_000_000)
         return per_request, syscalls, threads, waited
     finally:
         stop([proc])
@@ -179,23 +180,22 @@ def table(rows: list) -> str:
 
 
 def wait_table(rows: list) -> str:
-    roles = ("server", "stub", "client", "other")
     out = [
         "",
         f"where a request waits (perf sched, {SCHED_SECONDS} s counted, per request: run µs"
         " on a CPU, idle µs of every CPU, sleeps):",
         "",
         "| proto | c | server | cycle | "
-        + " | ".join(f"{r} run" for r in roles)
+        + " | ".join(f"{r} run" for r in TRACED)
         + " | idle | server sleeps | stub sleeps | client sleeps |",
-        "|---|---|---|---|" + "---|" * len(roles) + "---|---|---|---|",
+        "|---|---|---|---|" + "---|" * len(TRACED) + "---|---|---|---|",
     ]
     for protocol, c, server, w in rows:
-        runs = " | ".join(f"{w.run_us[r]:.0f}" for r in roles)
+        ran = " | ".join(f"{w.run_us[r]:.0f}" for r in TRACED)
         sleeps = " | ".join(f"{w.sleeps[r]:.2f}" for r in ("server", "stub", "client"))
         out.append(
-            f"| {protocol} | {c} | {server} | {w.span_us:.0f} | {runs} "
-            f"| {w.run_us['idle']:.0f} | {sleeps} |"
+            f"| {protocol} | {c} | {server} | {w.span_us:.0f} | {ran} "
+            f"| {w.idle_us:.0f} | {sleeps} |"
         )
     return "\n".join(out)
 

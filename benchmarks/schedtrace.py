@@ -34,7 +34,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
-ROLES = ("server", "stub", "client", "other", "idle")
+ROLES = ("server", "stub", "client", "other")
 #: ``perf script -F comm,pid,tid,cpu,time,event,trace`` lines of the two events read.
 _EVENT = re.compile(
     r"^\s*(?P<comm>.+?)\s+(?P<pid>\d+)/(?P<tid>\d+)\s+\[\d+\]\s+(?P<time>[\d.]+):\s+"
@@ -43,20 +43,19 @@ _EVENT = re.compile(
 
 
 @dataclass
-class Slices:
-    """Run time (µs) and sleeps by role, over ``span_us`` of trace on ``cpus`` CPUs."""
+class Runs:
+    """Run time (µs) and sleeps by role over ``span_us`` of trace, and the time (µs) no
+    role ran of every CPU's."""
 
     span_us: float = 0.0
-    cpus: int = 1
+    idle_us: float = 0.0
     run_us: dict[str, float] = field(default_factory=lambda: defaultdict(float))
     sleeps: dict[str, float] = field(default_factory=lambda: defaultdict(float))
 
-    def per(self, requests: float) -> Slices:
-        """The same figures per request; idle is what no role ran of every CPU's time."""
-        out = Slices(self.span_us / requests, self.cpus)
-        busy = sum(self.run_us[role] for role in ROLES if role != "idle")
-        out.run_us["idle"] = max(self.span_us * self.cpus - busy, 0.0) / requests
-        for role in ROLES[:-1]:
+    def per(self, requests: float) -> Runs:
+        """The same figures per request."""
+        out = Runs(self.span_us / requests, self.idle_us / requests)
+        for role in ROLES:
             out.run_us[role] = self.run_us[role] / requests
             out.sleeps[role] = self.sleeps[role] / requests
         return out
@@ -91,14 +90,14 @@ def recording(out: Path) -> Iterator[None]:
         proc.wait(120)
 
 
-def slices(data: Path, server: int, stubs: list[int], client: str = "perf_analyzer") -> Slices:
+def runs(data: Path, server: int, stubs: list[int], client: str = "perf_analyzer") -> Runs:
     """Sum ``data``'s run time and sleeps by role: the ``server`` process, its ``stubs``,
     the ``client`` (by command name), and anything else."""
     text = subprocess.run(
         ["perf", "script", "-i", str(data), "-F", "comm,pid,tid,cpu,time,event,trace"],
         check=True, capture_output=True, text=True, timeout=600,
     ).stdout  # fmt: skip
-    total = Slices(cpus=os.cpu_count() or 1)
+    total = Runs()
     first = last = None
     for line in text.splitlines():
         event = _EVENT.match(line)
@@ -114,6 +113,7 @@ def slices(data: Path, server: int, stubs: list[int], client: str = "perf_analyz
             total.sleeps[role] += 1
     if first is not None and last is not None:
         total.span_us = (last - first) * 1_000_000
+    total.idle_us = max(total.span_us * (os.cpu_count() or 1) - sum(total.run_us.values()), 0.0)
     return total
 
 
