@@ -33,6 +33,8 @@ class Batch:
     ids: list[str]
     rows: list[int]
     first_values: list[float]
+    #: The thread it ran on: an instance's own are ``naiad-instance``, else the loop's.
+    thread: str = ""
 
 
 @dataclass
@@ -46,6 +48,11 @@ class Recorder:
     release: threading.Event = field(default_factory=threading.Event)
     barrier: threading.Barrier | None = None
     fail_warmup: bool = False
+    #: Executions of these models also wait for ``release``.
+    hold_models: set[str] = field(default_factory=set)
+    #: ``(inline_max_ns, alone_max_ns)``: the instances may run on the event loop
+    #: (``ModelInstance.inline_ok``) within these bounds.
+    inline: tuple[int, int] | None = None
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def ids(self, model: str | None = None) -> list[list[str]]:
@@ -61,6 +68,9 @@ class RecordingInstance(ModelInstance):
         self.recorder = recorder
         self.model = ctx.name
         self.name = spec.name
+        if recorder.inline is not None:
+            self.inline_ok = True
+            self.inline_max_ns, self.alone_max_ns = recorder.inline
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         rec = self.recorder
@@ -73,6 +83,7 @@ class RecordingInstance(ModelInstance):
                     [r.id for r in requests],
                     [r.batch_size for r in requests],
                     [float(r.inputs[0].array().reshape(-1)[0]) for r in requests],
+                    threading.current_thread().name,
                 )
             )
             rec.active += 1
@@ -80,7 +91,7 @@ class RecordingInstance(ModelInstance):
         try:
             if rec.fail_warmup and requests[0].id.startswith("warmup:"):
                 raise Internal("warmup went wrong")
-            if rec.hold or (rec.hold_first and first):
+            if rec.hold or (rec.hold_first and first) or self.model in rec.hold_models:
                 assert rec.release.wait(WAIT_S), "the test never released the instance"
             if rec.barrier is not None:
                 rec.barrier.wait(WAIT_S)

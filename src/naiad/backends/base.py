@@ -147,6 +147,13 @@ class ModelInstance(abc.ABC):
     #: the hand-off to that thread is better run inline.
     inline_max_ns: int = 200_000
 
+    #: The same, for a batch that nothing else in the server could run beside
+    #: (the scheduler's ``_alone``): then the thread overlaps nothing, and its two
+    #: hand-offs cost more than most models' batch-1 call.  Still bounded, as a
+    #: request of another model that arrives meanwhile waits for the loop; 0 for
+    #: a backend whose waits have no bound (a model.py may sleep or do I/O).
+    alone_max_ns: int = 2_000_000
+
     #: How many batches the instance accepts at once, at most.  Above 1 for a
     #: backend that queues them itself and still runs them one after another (a
     #: Python stub process): the next batch is already there when one ends, which

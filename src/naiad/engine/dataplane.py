@@ -378,10 +378,10 @@ class DataPlane(MetadataVerbs, StatisticsVerbs, StateChanges):
             if use is None:
                 use = mv.extra["use_cache"] = mv.config is not None and uses_cache(mv.config)
             if use:
-                scheduler.in_flight += 1  # a hit completes through the sink right here
+                scheduler.admit()  # a hit completes through the sink right here
                 if cache.answer(mv.name, mv.version, request, mv.stats):
                     return
-                scheduler.in_flight -= 1
+                scheduler.withdraw()
         try:
             scheduler.enqueue(request)
         except BaseException:

@@ -37,7 +37,13 @@ from naiad.engine.registry import ModelEntry, ModelRegistry, ModelVersion
 from naiad.engine.warmup import warm_up
 from naiad.repository import ModelSource, read_labels, select_versions
 from naiad.repository.sources import namespaced
-from naiad.scheduling import AdmissionControl, RateLimiter, ResourceLimit, make_scheduler
+from naiad.scheduling import (
+    AdmissionControl,
+    RateLimiter,
+    ResourceLimit,
+    ServerLoad,
+    make_scheduler,
+)
 from naiad.scheduling.ensemble_graph import EnsembleGraph
 
 if TYPE_CHECKING:
@@ -104,6 +110,7 @@ class ModelLoader:
             else None
         )
         self.admission = AdmissionControl(options.max_queued_requests)
+        self.server_load = ServerLoad()
         #: Which ensembles call which models (unloading a composing model).
         self.dependencies = EnsembleDependencies()
         #: --model-load-thread-count: versions whose instances load at the same time
@@ -394,6 +401,7 @@ class ModelLoader:
                 decoupled=mv.signature.decoupled,
                 rate_limiter=self.rate_limiter,
                 admission=self.admission,
+                load=self.server_load,
                 model_dir=ctx.model_dir,
             )
         except BaseException:

@@ -1,7 +1,7 @@
 """Schedulers: queue requests of one model version and run them on its instances."""
 
 from naiad.scheduling.admission import AdmissionControl, ModelAdmission
-from naiad.scheduling.base import Scheduler
+from naiad.scheduling.base import Scheduler, ServerLoad
 from naiad.scheduling.default import DefaultScheduler
 from naiad.scheduling.dynamic import DynamicBatcher
 from naiad.scheduling.rate_limiter import RateLimiter, ResourceLimit
@@ -15,5 +15,6 @@ __all__ = [
     "RateLimiter",
     "ResourceLimit",
     "Scheduler",
+    "ServerLoad",
     "make_scheduler",
 ]

@@ -5,7 +5,7 @@ from __future__ import annotations
 import collections
 from typing import TYPE_CHECKING
 
-from naiad.scheduling.base import Scheduler
+from naiad.scheduling.base import Scheduler, ServerLoad
 
 if TYPE_CHECKING:
     from collections.abc import Sequence
@@ -30,13 +30,16 @@ class DefaultScheduler(Scheduler):
         decoupled: bool = False,
         slots: Sequence[InstanceSlot | None] | None = None,
         admission: ModelAdmission | None = None,
+        load: ServerLoad | None = None,
     ) -> None:
         # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+        super().__init__(
+            instances, stats, decoupled=decoupled, slots=slots, admission=admission, load=load
+        )
         self._queue: collections.deque[InferenceRequest] = collections.deque()
 
     def enqueue(self, request: InferenceRequest) -> None:
-        self.in_flight += 1
+        self.admit()
         self._queue.append(request)
         self.pump()
 

@@ -23,7 +23,7 @@ from typing import TYPE_CHECKING, Any
 from naiad.core.errors import QueueFull, Unavailable
 from naiad.core.types import InferenceRequest, InferenceResponse
 from naiad.scheduling import timers
-from naiad.scheduling.base import Scheduler
+from naiad.scheduling.base import Scheduler, ServerLoad
 from naiad.scheduling.queues import Entry, PriorityQueues
 from naiad.scheduling.timers import Timer
 
@@ -54,11 +54,15 @@ class DynamicBatcher(Scheduler):
         decoupled: bool = False,
         slots: Sequence[InstanceSlot | None] | None = None,
         admission: ModelAdmission | None = None,
+        load: ServerLoad | None = None,
     ) -> None:
         # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+        super().__init__(
+            instances, stats, decoupled=decoupled, slots=slots, admission=admission, load=load
+        )
         batching = config.dynamic_batching
         self.batching = config.max_batch_size > 0
+        self.whole_turns = self.batching  # batches form at the end of the loop's turn
         self.max_rows = max(config.max_batch_size, 1)
         self.preferred = frozenset(s for s in batching.preferred_batch_size if s > 0)
         self.delay_ns = batching.max_queue_delay_microseconds * 1000
@@ -77,7 +81,7 @@ class DynamicBatcher(Scheduler):
     # -- accepting requests ------------------------------------------------------
 
     def enqueue(self, request: InferenceRequest) -> None:
-        self.in_flight += 1
+        self.admit()
         if self.preserve_ordering:
             self._keep_order(request)
         queues = self.queues

@@ -43,13 +43,14 @@ class EnsembleScheduler(Scheduler):
         admission: ModelAdmission | None = None,
         **_: Any,
     ) -> None:
+        # A load of its own: its requests wait on their steps, which the server's counts.
         super().__init__([], stats, decoupled=decoupled, admission=admission)
         self.graph = graph
         self.services = services
         self._runs: dict[EnsembleRun, asyncio.Task[None]] = {}
 
     def enqueue(self, request: InferenceRequest) -> None:
-        self.in_flight += 1
+        self.admit()
         start = time.monotonic_ns()
         request.queue_ns = max(start - request.queue_start_ns, 1)
         self.stats.record_started(1)

@@ -19,7 +19,7 @@ if TYPE_CHECKING:
     from naiad.config import ModelConfig
     from naiad.core.stats import ModelStats
     from naiad.scheduling.admission import AdmissionControl
-    from naiad.scheduling.base import Scheduler
+    from naiad.scheduling.base import Scheduler, ServerLoad
     from naiad.scheduling.ensemble_graph import EnsembleGraph
     from naiad.scheduling.rate_limiter import InstanceSlot, RateLimiter
 
@@ -33,6 +33,7 @@ def make_scheduler(
     decoupled: bool = False,
     rate_limiter: RateLimiter | None = None,
     admission: AdmissionControl | None = None,
+    load: ServerLoad | None = None,
     model_dir: Path | None = None,
     ensemble: EnsembleGraph | None = None,
     services: ServerCalls | None = None,
@@ -47,7 +48,12 @@ def make_scheduler(
     """
     slots = _slots(config, specs, rate_limiter) if rate_limiter is not None else None
     gate = admission.for_model(config.name, config) if admission is not None else None
-    kwargs: dict[str, Any] = {"decoupled": decoupled, "slots": slots, "admission": gate}
+    kwargs: dict[str, Any] = {
+        "decoupled": decoupled,
+        "slots": slots,
+        "admission": gate,
+        "load": load,
+    }
     if ensemble is not None:
         if services is None:
             raise Internal(f"ensemble '{config.name}' needs the server to run its steps")

@@ -41,7 +41,7 @@ from naiad.core.types import (
     RequestedOutput,
 )
 from naiad.scheduling import timers
-from naiad.scheduling.base import Scheduler
+from naiad.scheduling.base import Scheduler, ServerLoad
 from naiad.scheduling.sequence_batches import DirectPolicy, OldestPolicy, Rows
 from naiad.scheduling.sequence_controls import (
     READY,
@@ -89,9 +89,12 @@ class SequenceBatcher(Scheduler):
         decoupled: bool = False,
         slots: collections.abc.Sequence[InstanceSlot | None] | None = None,
         admission: ModelAdmission | None = None,
+        load: ServerLoad | None = None,
     ) -> None:
         # Passed on by name: mypyc calls a compiled __init__ wrongly with *args/**kwargs.
-        super().__init__(instances, stats, decoupled=decoupled, slots=slots, admission=admission)
+        super().__init__(
+            instances, stats, decoupled=decoupled, slots=slots, admission=admission, load=load
+        )
         sequencing = config.sequence_batching
         self.model = config.name
         self.iterative = sequencing.iterative_sequence
@@ -130,7 +133,7 @@ class SequenceBatcher(Scheduler):
     # -- accepting requests ------------------------------------------------------
 
     def enqueue(self, request: InferenceRequest) -> None:
-        self.in_flight += 1
+        self.admit()
         if self.iterative and not request.correlation_id:
             request.correlation_id = next(self._auto_ids)
             request.sequence_start = True

@@ -111,6 +111,16 @@ def test_a_model_that_sleeps_is_not_mistaken_for_a_fast_one(repo, serve):
     assert not any(_inline(t) for t in threads)
 
 
+def test_a_model_that_sleeps_stays_on_its_thread_even_alone(repo, serve):
+    # 1 ms: past the ordinary bound, within the one for a model's only instance
+    # with nothing else in flight, which is never for a wait that may last.
+    add_sub(repo, "napper", mode="thread", source=RECORDING.format(helper_bls=False, sleep=0.001))
+    server = serve(repo)
+    threads = _run(server, "napper", 15)
+    assert len(threads) == 15
+    assert not any(_inline(t) for t in threads)
+
+
 def test_a_dynamically_batched_fast_model_runs_on_the_embedded_callers_thread(repo, serve):
     """The batch forms at the end of the loop's turn; the caller that borrowed the idle
     loop runs that turn itself, so the request needs no hand-off to the loop's thread."""

@@ -177,6 +177,8 @@ class CpuWatch:
 
 class ThreadInstance(ModelInstance):
     may_wait = True
+    #: Its waits (sleeps, I/O) may last any time: the loop is no place for them.
+    alone_max_ns = 0
 
     def __init__(
         self,
