@@ -102,21 +102,20 @@ def test_a_model_that_waits_for_the_server_stays_off_the_loop(repo, serve):
     assert not any(_inline(t) for t in threads)
 
 
-def test_a_model_that_sleeps_is_not_mistaken_for_a_fast_one(repo, serve):
-    # Sleeping costs no CPU: measured in CPU time this model would look instant.
-    add_sub(repo, "sleepy", mode="thread", source=RECORDING.format(helper_bls=False, sleep=0.005))
+@pytest.mark.parametrize(
+    "sleep",
+    [
+        # Sleeping costs no CPU: measured in CPU time this model would look instant.
+        pytest.param(0.005, id="past-every-bound"),
+        # Past the ordinary bound, within the one for a batch with nothing else
+        # in flight, which is never for a wait that may last.
+        pytest.param(0.001, id="even-alone"),
+    ],
+)
+def test_a_model_that_sleeps_is_not_mistaken_for_a_fast_one(repo, serve, sleep):
+    add_sub(repo, "sleepy", mode="thread", source=RECORDING.format(helper_bls=False, sleep=sleep))
     server = serve(repo)
     threads = _run(server, "sleepy", 15)
-    assert len(threads) == 15
-    assert not any(_inline(t) for t in threads)
-
-
-def test_a_model_that_sleeps_stays_on_its_thread_even_alone(repo, serve):
-    # 1 ms: past the ordinary bound, within the one for a model's only instance
-    # with nothing else in flight, which is never for a wait that may last.
-    add_sub(repo, "napper", mode="thread", source=RECORDING.format(helper_bls=False, sleep=0.001))
-    server = serve(repo)
-    threads = _run(server, "napper", 15)
     assert len(threads) == 15
     assert not any(_inline(t) for t in threads)
 
