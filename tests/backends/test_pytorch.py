@@ -373,15 +373,15 @@ def fresh_thread_counts():
     """torch's pools are process-wide and the backend sets them once per process (the
     first model wins, as in Triton): a test that checks them starts from none set, and
     leaves them as it found them for the tests that share its process."""
-    from naiad.backends.pytorch import backend
+    from naiad.backends.pytorch import threads
 
     before = torch.get_num_threads()
-    saved = dict(backend._threads)
-    backend._threads.clear()
+    saved = dict(threads._counts)
+    threads._counts.clear()
     yield
     torch.set_num_threads(before)
-    backend._threads.clear()
-    backend._threads.update(saved)
+    threads._counts.clear()
+    threads._counts.update(saved)
 
 
 def test_parameters_change_execution_and_bad_values_fail_the_load(repo, serve, fresh_thread_counts):
@@ -429,6 +429,85 @@ def test_parameters_change_execution_and_bad_values_fail_the_load(repo, serve, f
     problems = check_repositories([repo]).problems
     assert sorted(Path(p.partition(":")[0]).name for p in problems) == ["maybe", "negative"]
     assert "parameter 'INFERENCE_MODE'" in problems[0] and "INTRA_OP_THREAD_COUNT" in problems[1]
+
+
+def test_a_short_batch_computes_with_one_intra_op_thread_and_a_long_one_with_the_team(
+    repo, serve, fresh_thread_counts
+):
+    """torch keeps an OpenMP team per calling thread, and two teams on few cores make
+    every call pay a futex wake: a batch that is short computes with one intra-op thread,
+    on whichever thread runs it (here, once the model is measured, the embedded
+    caller's); a long batch with the team (INTRA_OP_THREAD_COUNT)."""
+    save(torch.jit.script(mlp()), repo / "mlp", MLP_CONFIG + param("INTRA_OP_THREAD_COUNT", "2"))
+    torch.manual_seed(0)
+    wide = torch.nn.Linear(256, 256)
+    save(
+        torch.jit.script(wide),
+        repo / "wide",
+        "max_batch_size: 8192\n"
+        + io("input", ("INPUT__0", "TYPE_FP32", "[256]"))
+        + io("output", ("OUTPUT__0", "TYPE_FP32", "[256]"))
+        + param("INTRA_OP_THREAD_COUNT", "2"),
+    )
+    server = serve(repo)
+    short = np.ones((1, 8), np.float32)
+    long = np.random.default_rng(0).standard_normal((8192, 256)).astype(np.float32)
+    seen: dict[str, int] = {}
+
+    def caller() -> None:
+        for name, module, x in (("mlp", mlp(), short), ("wide", wide, long)):
+            expected = module(torch.from_numpy(x)).detach().numpy()
+            for _ in range(30 if x is short else 8):
+                got = server.infer(name, {"INPUT__0": x})["OUTPUT__0"]
+                np.testing.assert_allclose(got, expected, rtol=1e-4, atol=1e-4)
+            if x is short:
+                seen["caller, after short batches"] = torch.get_num_threads()
+
+    thread = threading.Thread(target=caller)
+    thread.start()
+    thread.join()
+    for name, x in (("mlp", short), ("wide", long)):
+        (instance,) = server.dataplane.registry.get(name).instances
+        seen[name] = instance.intra_op.threads_for(x.size)
+    assert seen == {"caller, after short batches": 1, "mlp": 1, "wide": 2}
+
+
+def test_a_size_of_batch_computes_the_faster_way_by_its_fastest_calls():
+    """The team first; a size short enough with it is tried on one thread, and then the
+    faster way is kept.  Warm-up calls (TorchScript profiles its first ones) and slow
+    calls do not decide: the fastest after the warm-up does, per size of batch."""
+    from naiad.backends.pytorch.threads import IntraOpThreads
+
+    trial, short = IntraOpThreads.TRIAL_NS, IntraOpThreads.SHORT_NS
+    small = IntraOpThreads(team=4)
+    assert small.threads_for(8) == 4  # nothing known: the team
+    for ns in (trial * 100, trial * 10, short * 3):  # two warm-up calls, then a few
+        small.record(8, 4, ns)
+    assert small.threads_for(8) == 1  # short enough with the team to try one thread
+    for ns in (trial, trial, short * 2):  # faster alone than with the team (its wake-ups)
+        small.record(8, 1, ns)
+    assert small.threads_for(8) == 1
+    small.record(8, 1, trial)  # a slow call does not count: the fastest does
+    assert small.threads_for(8) == 1
+    assert small.threads_for(1 << 20) == 4  # another size is judged on its own
+
+    parallel = IntraOpThreads(team=4)
+    for ns in (trial, trial, short * 2):
+        parallel.record(8, 4, ns)
+    for ns in (short, short, short * 5):  # slower alone, and not short
+        parallel.record(8, 1, ns)
+    assert parallel.threads_for(8) == 4
+    for ns in (short // 2, short // 2, short):  # on one thread within SHORT_NS: stays there
+        parallel.record(16, 4, ns)
+    for ns in (short, short, short):
+        parallel.record(16, 1, ns)
+    assert parallel.threads_for(16) == 1
+
+    long = IntraOpThreads(team=4)
+    for ns in (trial * 2, trial * 2, trial * 2):  # too long with the team to try alone
+        long.record(8, 4, ns)
+    assert long.threads_for(8) == 4
+    assert IntraOpThreads(team=1).threads_for(8) == 1  # a team of one is one thread
 
 
 def test_load_errors_say_what_is_wrong_and_the_server_stays_up(repo, serve):

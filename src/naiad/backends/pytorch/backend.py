@@ -20,6 +20,7 @@ import torch
 from naiad.backends.base import Backend, InstanceSpec, LoadContext, ModelInstance
 from naiad.backends.pytorch.instance import PyTorchInstance, bind_module
 from naiad.backends.pytorch.parameters import TorchOptions, parse_options
+from naiad.backends.pytorch.threads import apply_thread_counts
 from naiad.config.model_config_pb2 import DataType
 from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsupported
 
@@ -91,7 +92,7 @@ class PyTorchBackend(Backend):
         config = ctx.config
         validate_config(config)
         options = parse_options(config)
-        _apply_thread_counts(ctx.name, options)
+        apply_thread_counts(ctx.name, options)
         location = _location(ctx, spec)
         module = self._module(ctx, location, options)
         device = location
@@ -192,41 +193,3 @@ class _QuietLoad:
 
 
 _quiet_load = _QuietLoad()
-
-_threads_lock = threading.Lock()
-#: The process-wide thread counts set so far (parameter -> count), first model first.
-_threads: dict[str, int] = {}
-
-
-def _apply_thread_counts(model: str, options: TorchOptions) -> None:
-    """Set torch's thread pools once per process, as Triton does (the first model wins).
-
-    torch sizes its inter-op pool only before its first parallel work and
-    raises afterwards; then the model still loads and the count is logged
-    as not applied.
-    """
-    settings = (
-        ("INTRA_OP_THREAD_COUNT", options.intra_op_threads, torch.set_num_threads),
-        ("INTER_OP_THREAD_COUNT", options.inter_op_threads, torch.set_num_interop_threads),
-    )
-    with _threads_lock:
-        for key, count, setter in settings:
-            if count <= 0:
-                continue
-            first = _threads.get(key)
-            if first is None:
-                try:
-                    setter(count)
-                except RuntimeError as exc:
-                    log.warning("model '%s': %s %d not applied: %s", model, key, count, exc)
-                    continue
-                _threads[key] = count
-            elif first != count:
-                log.warning(
-                    "model '%s': %s %d ignored: torch's pools are process-wide and an earlier "
-                    "model set %d",
-                    model,
-                    key,
-                    count,
-                    first,
-                )

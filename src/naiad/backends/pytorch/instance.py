@@ -7,6 +7,7 @@ CPU instance lets the scheduler run it inline, which it does only while the
 executions' average stays under its threshold.  A CUDA instance never runs
 inline: its time waiting for the device is no CPU time on the worker
 thread, so the average would hide it while the event loop stood still.
+A short batch computes with one intra-op thread (:mod:`.threads`).
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from naiad.backends.pytorch.binding import (
 )
 from naiad.backends.pytorch.convert import from_strings, from_tensor, to_strings, to_tensor
 from naiad.backends.pytorch.parameters import TorchOptions
+from naiad.backends.pytorch.threads import IntraOpThreads, compute_with, team_size
 from naiad.config.model_config_pb2 import DataType
 from naiad.core import datatypes
 from naiad.core.errors import Internal, InvalidArgument, NaiadError
@@ -110,11 +112,15 @@ class PyTorchInstance(ModelInstance):
         self.argument_count = len(bound.forward.arguments)
         self.on_cuda = device is not None and device.type == "cuda"
         self.inline_ok = not self.on_cuda
+        self.intra_op = IntraOpThreads(team_size())
 
     def execute(self, requests: list[InferenceRequest]) -> list[InferenceResponse]:
         t0 = time.monotonic_ns()
         feed = self.plan.gather(requests)
         arguments = self._arguments(feed)
+        elements = sum(array.size for array in feed.values())
+        threads = self.intra_op.threads_for(elements)
+        compute_with(threads)
         t1 = time.monotonic_ns()
         try:
             with self._execution_mode():
@@ -127,6 +133,7 @@ class PyTorchInstance(ModelInstance):
             if self.options.cache_cleaning and self.on_cuda:
                 torch.cuda.empty_cache()
         t2 = time.monotonic_ns()
+        self.intra_op.record(elements, threads, t2 - t1)
         arrays = {name: self._output(result, name, sel, dt) for name, sel, dt in self.outputs}
         self.plan.check_shapes(arrays)
         responses = []
