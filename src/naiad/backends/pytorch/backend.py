@@ -8,7 +8,6 @@ per process (thread pools, JIT modes) is set the way Triton sets it.
 
 from __future__ import annotations
 
-import logging
 import threading
 import warnings
 from collections.abc import Mapping
@@ -26,8 +25,6 @@ from naiad.core.errors import InvalidArgument, NaiadError, Unavailable, Unsuppor
 
 if TYPE_CHECKING:
     from naiad.config import ModelConfig
-
-log = logging.getLogger("naiad")
 
 _NO_SHAPES = (
     "model '{name}': a TorchScript model declares no input/output shapes; add 'input' and "
